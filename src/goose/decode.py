@@ -1,0 +1,104 @@
+"""The decode loop: a drafter proposes, the engine verifies, the drafter is told the result."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from goose.engine import Draft, Engine, Verification
+
+
+class Drafter:
+    """Base class and the AR drafter: a one-node draft (just the root).
+
+    A drafter sees only token ids. `topk` asks the engine for each verified node's top-k
+    logits (what adjacency tables harvest); `harvest_prefill` asks for them at every
+    prompt position too.
+    """
+
+    name = "ar"
+    topk = 0
+    harvest_prefill = False
+
+    def start(self, context: list[int], prefill: Verification) -> None:
+        """A new prompt: `context` is prompt + the first generated token (the root)."""
+
+    def propose(self, context: list[int]) -> Draft:
+        return Draft([context[-1]], [-1])
+
+    def accepted(self, draft: Draft, result: Verification, context: list[int]) -> None:
+        """Called after each verify; `context` already holds the committed tokens."""
+
+    def stats(self) -> dict:
+        """Per-prompt counters for the results row (plain numbers)."""
+        return {}
+
+
+@dataclass
+class Generation:
+    tokens: list[int]
+    steps: int  # target forwards, prefill included
+    wall_s: float
+    widths: list[int] = field(default_factory=list)
+    forward_s: float = 0.0
+    overhead_s: float = 0.0
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def tau(self) -> float:
+        return len(self.tokens) / self.steps if self.steps else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.tokens) / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def _sync(engine: Engine) -> None:
+    if engine.device.type == "cuda":
+        torch.cuda.synchronize(engine.device)
+
+
+def commit(new: list[int], room: int, stop_ids: frozenset[int]) -> tuple[list[int], bool]:
+    """Cut `new` at the first stop token (kept) and at `room` tokens; say whether to stop."""
+    out = []
+    for t in new[:room]:
+        out.append(t)
+        if t in stop_ids:
+            return out, True
+    return out, len(out) >= room
+
+
+def generate(
+    engine: Engine,
+    prompt: list[int],
+    drafter: Drafter,
+    max_new_tokens: int,
+    stop_ids: frozenset[int] = frozenset(),
+) -> Generation:
+    """Greedy speculative decoding of one prompt; returns exactly the greedy tokens."""
+    _sync(engine)
+    t0 = time.perf_counter()
+    pre = engine.prefill(prompt, topk=drafter.topk if drafter.harvest_prefill else 0)
+    out, done = commit([pre.bonus], max_new_tokens, stop_ids)
+    context = list(prompt) + out
+    drafter.start(context, pre)
+    gen = Generation(tokens=out, steps=1, wall_s=0.0)
+    while not done:
+        draft = drafter.propose(context)
+        res = engine.verify(draft, topk=drafter.topk)
+        gen.steps += 1
+        gen.widths.append(res.width)
+        gen.forward_s += res.forward_s
+        gen.overhead_s += res.overhead_s
+        new = [draft.tokens[i] for i in res.path[1:]]
+        new.append(res.bonus)
+        new, done = commit(new, max_new_tokens - len(out), stop_ids)
+        out.extend(new)
+        context.extend(new)
+        drafter.accepted(draft, res, context)
+    _sync(engine)
+    gen.wall_s = time.perf_counter() - t0
+    gen.stats = drafter.stats()
+    return gen
