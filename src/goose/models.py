@@ -126,7 +126,8 @@ def model_folder(cfg) -> str:
         return str(converted_gguf(package_file(cfg.package, cfg.file)))
     if source in ("gguf", "hf"):
         if not cfg.get("path"):
-            raise GooseError(f"model={cfg.name} needs a path: model.path=/path/to/{'file.gguf' if source == 'gguf' else 'folder'}")
+            what = "file.gguf" if source == "gguf" else "folder"
+            raise GooseError(f"model={cfg.name} needs a path: model.path=/path/to/{what}")
         path = Path(os.path.expanduser(cfg.path))
         if not path.exists():
             raise GooseError(f"model path '{path}' does not exist.")

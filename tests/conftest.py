@@ -1,0 +1,36 @@
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    from goose.tiny import tiny_model
+
+    return tiny_model(seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory):
+    from goose.tiny import save_tiny
+
+    return save_tiny(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def hf_greedy(model, prompt, n, eos=None):
+    out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
+                         eos_token_id=eos, pad_token_id=0)
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.fixture(scope="session")
+def prompts():
+    g = torch.Generator().manual_seed(1)
+    # Repetitive prompts so context matching finds something, plus random ones.
+    base = torch.randint(0, 250, (12,), generator=g).tolist()
+    return [base * 3, torch.randint(0, 250, (20,), generator=g).tolist(), (base[:5] + [7, 7]) * 4]

@@ -1,0 +1,152 @@
+"""The engine against Hugging Face generate on a tiny random Llama (fp32)."""
+
+import pytest
+import torch
+from conftest import hf_greedy
+
+from goose.decode import Drafter, commit, generate
+from goose.engine import Draft, Engine, ancestor_matrix, check_supported, greedy_walk
+from goose.errors import GooseError
+
+
+class Scripted(Drafter):
+    """Proposes drafts built by a function of (context, true continuation)."""
+
+    def __init__(self, truth, prompt_len, build):
+        self.truth, self.n0, self.build = truth, prompt_len, build
+
+    def propose(self, context):
+        return self.build(context[-1], self.truth[len(context) - self.n0:])
+
+
+def chain_of_truth(root, fut):
+    return Draft.chain([root, *fut[:5]])
+
+
+def chain_wrong_at(k):
+    def build(root, fut):
+        toks = list(fut[:6])
+        if len(toks) > k:
+            toks[k] = (toks[k] + 1) % 250
+        return Draft.chain([root, *toks])
+    return build
+
+
+def tree_reject_everywhere(root, fut):
+    """Each depth: a wrong sibling first, then the right one; plus wrong subtrees under wrong nodes."""
+    tokens, parents, prev = [root], [-1], 0
+    for t in fut[:5]:
+        wrong = len(tokens)
+        tokens += [(t + 1) % 250, (t + 2) % 250]
+        parents += [prev, wrong]  # a wrong node with a wrong child
+        tokens.append(t)
+        parents.append(prev)
+        prev = len(tokens) - 1
+    return Draft(tokens, parents)
+
+
+def tree_all_wrong(root, fut):
+    return Draft([root, (fut[0] + 1) % 250 if fut else 0, 3, 4], [-1, 0, 0, 1])
+
+
+@pytest.mark.parametrize("build", [chain_of_truth, chain_wrong_at(0), chain_wrong_at(2), chain_wrong_at(5),
+                                   tree_reject_everywhere, tree_all_wrong])
+def test_drafts_are_lossless(tiny, prompts, build):
+    engine = Engine(tiny)
+    for prompt in prompts:
+        ref = hf_greedy(tiny, prompt, 40)
+        gen = generate(engine, prompt, Scripted(ref + [0] * 10, len(prompt), build), 40)
+        assert gen.tokens == ref
+
+
+def test_ar_matches_generate_and_tau_is_one(tiny, prompts):
+    engine = Engine(tiny)
+    for prompt in prompts:
+        gen = generate(engine, prompt, Drafter(), 30)
+        assert gen.tokens == hf_greedy(tiny, prompt, 30)
+        assert gen.steps == 30 and gen.tau == 1.0
+
+
+def test_accepting_drafts_saves_forwards(tiny, prompts):
+    engine = Engine(tiny)
+    prompt = prompts[0]
+    ref = hf_greedy(tiny, prompt, 40)
+    gen = generate(engine, prompt, Scripted(ref + [0] * 10, len(prompt), chain_of_truth), 40)
+    assert gen.steps < 40 / 3 + 2  # 6 tokens per verify after prefill
+
+
+def test_non_tree_visibility(tiny, prompts):
+    """Extra nodes visible to nobody but themselves (parent -1) never change the result."""
+    prompt = prompts[1]
+    ref = hf_greedy(tiny, prompt, 30)
+
+    def build(root, fut):
+        toks = [root, *fut[:3], 11, 12, 13]
+        parents = [-1, 0, 1, 2, -1, -1, -1]
+        T = len(toks)
+        vis = torch.zeros(T, T, dtype=torch.bool)
+        for i in range(4):
+            vis[i, : i + 1] = True
+        for i in range(4, 7):  # a causal side chain seeing only the prefix and itself
+            vis[i, 4: i + 1] = True
+        return Draft(toks, parents, visibility=vis, depths=[0, 1, 2, 3, 1, 2, 3])
+
+    gen = generate(Engine(tiny), prompt, Scripted(ref + [0] * 10, len(prompt), build), 30)
+    assert gen.tokens == ref
+
+
+def test_cache_after_compaction_equals_fresh_prefill(tiny, prompts):
+    prompt = prompts[0]
+    ref = hf_greedy(tiny, prompt, 12)
+    engine = Engine(tiny)
+    engine.prefill(prompt)
+    root = ref[0]
+    # Accept the 2nd-listed branch at depth 1 and its child: a non-prefix path.
+    draft = Draft([root, 5, ref[1], 9, ref[2], 4], [-1, 0, 0, 2, 2, 1])
+    res = engine.verify(draft)
+    assert res.path == [0, 2, 4] and res.bonus == ref[3]
+    committed = prompt + ref[:3]
+    assert engine.cache_len == len(committed)
+    fresh = Engine(tiny)
+    fresh.prefill(committed + [0])  # cache then holds `committed` + one extra position
+    for a, b in zip(engine.cache.layers, fresh.cache.layers):
+        torch.testing.assert_close(a.keys, b.keys[..., : len(committed), :], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(a.values, b.values[..., : len(committed), :], rtol=1e-4, atol=1e-5)
+
+
+def test_stop_rules_inside_accepted_path(tiny, prompts):
+    prompt = prompts[0]
+    ref = hf_greedy(tiny, prompt, 30)
+    eos = ref[7]  # pretend the 8th greedy token is EOS: generate stops right after it
+    first = ref.index(eos)
+    engine = Engine(tiny)
+    gen = generate(engine, prompt, Scripted(ref + [0] * 10, len(prompt), chain_of_truth), 30,
+                   frozenset([eos]))
+    assert gen.tokens == ref[: first + 1]
+    assert gen.tokens == hf_greedy(tiny, prompt, 30, eos=eos)
+    gen = generate(engine, prompt, Scripted(ref + [0] * 10, len(prompt), chain_of_truth), 9)
+    assert gen.tokens == ref[:9]  # max_new_tokens falls inside an accepted chain
+
+
+def test_commit_cuts():
+    assert commit([1, 2, 3], 2, frozenset()) == ([1, 2], True)
+    assert commit([1, 2, 3], 5, frozenset([2])) == ([1, 2], True)
+    assert commit([1, 2], 5, frozenset()) == ([1, 2], False)
+
+
+def test_walk_and_ancestors():
+    parents = [-1, 0, 0, 1, 3, 2]
+    anc = ancestor_matrix(parents, torch.device("cpu"))
+    assert anc[4].nonzero().flatten().tolist() == [0, 1, 3, 4]
+    assert anc[5].nonzero().flatten().tolist() == [0, 2, 5]
+    assert greedy_walk(parents, [9, 1, 2, 3, 4, 5], pred=[2, 0, 5, 0, 0, 7]) == [0, 2, 5]
+    long = list(range(-1, 99))
+    assert ancestor_matrix(long, torch.device("cpu")).sum().item() == 100 * 101 // 2
+
+
+def test_sliding_window_models_refused():
+    from transformers import MistralConfig, Qwen2Config
+
+    with pytest.raises(GooseError, match="sliding"):
+        check_supported(MistralConfig(sliding_window=128))
+    check_supported(Qwen2Config(use_sliding_window=False))

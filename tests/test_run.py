@@ -1,0 +1,106 @@
+"""run.py end to end on a tiny local model folder: results rows, resume, clear errors."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_py(*args, cwd=ROOT):
+    env = dict(os.environ, WANDB_MODE="disabled", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture
+def prompt_file(tmp_path):
+    p = tmp_path / "prompts.jsonl"
+    lines = [{"id": f"p{i}", "prompt": f"def f{i}(x):\n    return x + x + x + {i}\n" * 2} for i in range(4)]
+    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return p
+
+
+def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tmp_path):
+    args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
+            f"benchmark.path={prompt_file}", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}", "n_prompts=2"]
+    first = run_py(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    out = tmp_path / "res" / "hf" / "jsonl" / "goose" / "B60-N24" / "results.csv"
+    got = rows(out)
+    assert [r["prompt_id"] for r in got] == ["p0", "p1"]
+    for col in ("model", "benchmark", "method", "budget", "prompt_id", "new_tokens", "steps", "tau", "wall_s",
+                "tokens_per_s", "lossless", "method.drafter.rho", "config_hash", "dtype", "torch"):
+        assert col in got[0]
+    assert all(r["lossless"] == "True" for r in got)
+    assert all(float(r["tau"]) == pytest.approx(int(r["new_tokens"]) / int(r["steps"]), abs=1e-5) for r in got)
+    assert "lossless 2/2" in first.stdout
+    # Simulate a kill in the middle of writing a row, then resume with more prompts.
+    with open(out, "a") as f:
+        f.write("hf,jsonl,goose,60,p2,12")
+    second = run_py(*args[:-1], "n_prompts=4")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "resuming: 2 prompt(s)" in second.stdout
+    assert [r["prompt_id"] for r in rows(out)] == ["p0", "p1", "p2", "p3"]
+    third = run_py(*args[:-1], "n_prompts=4")
+    assert "resuming: 4 prompt(s)" in third.stdout and len(rows(out)) == 4
+    summary = json.loads((out.parent / "summary.json").read_text())
+    assert summary["prompts"] == 4 and summary["lossless"] == 4
+
+
+def test_ar_run_is_checked_against_hf_generate(tiny_folder, prompt_file, tmp_path):
+    r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
+               "max_new_tokens=16", f"results_dir={tmp_path}", "n_prompts=2")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = rows(tmp_path / "hf" / "jsonl" / "ar" / "B60-N16" / "results.csv")
+    assert all(x["lossless"] == "True" and x["tau"] == "1.0" for x in got)
+
+
+def test_single_prompt_mode_prints_text(tiny_folder, tmp_path):
+    r = run_py("model=hf", f"model.path={tiny_folder}", "method=pld", "prompt=hello hello hello",
+               "max_new_tokens=8", f"results_dir={tmp_path}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "8 tokens" in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["model=nope"], "Could not find 'model/nope'"),
+    (["method=nope"], "Available options in 'method'"),
+    (["budget=0"], "budget must be"),
+    (["budget=-3"], "budget must be"),
+    (["benchmark=jsonl", "benchmark.path=/no/such/file.jsonl"], "does not exist"),
+    (["model=hf", "model.path=/no/such/folder"], "does not exist"),
+])
+def test_bad_input_is_a_clear_error(args, message, tmp_path):
+    r = run_py(*args, f"results_dir={tmp_path}")
+    assert r.returncode != 0
+    assert message in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_prompt_longer_than_context_is_refused(tmp_path):
+    from goose.tiny import save_tiny
+
+    folder = save_tiny(tmp_path / "short", max_positions=64)
+    r = run_py("model=hf", f"model.path={folder}", "prompt=" + "word " * 40, "max_new_tokens=8",
+               f"results_dir={tmp_path}")
+    assert r.returncode == 2 and "exceeds the model's context" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_hub_model_without_weights_fails_fast(tmp_path):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    r = subprocess.run([sys.executable, str(ROOT / "run.py"), "model=vicuna-7b", "method=goose", "budget=64",
+                        "device=cpu", f"results_dir={tmp_path}"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2
+    assert "vicuna-7b" in r.stderr and "model=hf model.path" in r.stderr and "Traceback" not in r.stderr

