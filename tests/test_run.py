@@ -50,10 +50,10 @@ def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tm
         f.write("hf,jsonl,goose,60,p2,12")
     second = run_py(*args[:-1], "n_prompts=4")
     assert second.returncode == 0, second.stderr[-2000:]
-    assert "resuming: 2 prompt(s)" in second.stdout
+    assert "resuming: 2 row(s)" in second.stdout
     assert [r["prompt_id"] for r in rows(out)] == ["p0", "p1", "p2", "p3"]
     third = run_py(*args[:-1], "n_prompts=4")
-    assert "resuming: 4 prompt(s)" in third.stdout and len(rows(out)) == 4
+    assert "resuming: 4 row(s)" in third.stdout and len(rows(out)) == 4
     summary = json.loads((out.parent / "summary.json").read_text())
     assert summary["prompts"] == 4 and summary["lossless"] == 4
 

@@ -23,6 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class Prompt:
     id: str
     text: str
+    later_turns: tuple[str, ...] = ()  # multi-turn: each later prompt carries the earlier answers
 
 
 def data_dir(configured: str | None = None) -> Path:
@@ -110,8 +111,8 @@ def mt_bench(root: Path) -> list[Prompt]:
 
 
 def spec_bench(root: Path) -> list[Prompt]:
-    """All 480 Spec-Bench questions, first turn each."""
-    return [Prompt(str(r["question_id"]), r["turns"][0]) for r in _spec_bench(root)]
+    """All 480 Spec-Bench questions; MT-Bench's carry their second turn."""
+    return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:])) for r in _spec_bench(root)]
 
 
 def jsonl_file(path: str | None) -> list[Prompt]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import statistics
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from goose.models import load_model, stop_ids
 from goose.results import ReferenceStore, ResultsFile
 
 # Keys that change which prompts run or where output goes, not what a row contains.
-NOT_HASHED = ("n_prompts", "results_dir", "logging", "prompt", "warmup", "profile")
+NOT_HASHED = ("n_prompts", "results_dir", "logging", "prompt", "warmup", "profile", "data_dir")
 
 
 def validate(cfg: DictConfig) -> None:
@@ -72,17 +73,6 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
     }
 
 
-def encode(tokenizer, prompt: Prompt, limit: int | None, max_new_tokens: int, margin: int) -> list[int]:
-    ids = tokenizer(prompt.text).input_ids
-    if limit is not None and len(ids) + max_new_tokens + margin > limit:
-        raise GooseError(
-            f"prompt '{prompt.id}' has {len(ids)} tokens; with max_new_tokens={max_new_tokens} and drafts of "
-            f"up to {margin} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
-            "shorten the prompt."
-        )
-    return ids
-
-
 def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int]) -> list[int]:
     """Hugging Face generate, greedy: the outside reference for our own AR."""
     out = model.generate(
@@ -130,70 +120,147 @@ def row_for(cfg, prompt, ids, gen: Generation, ref: dict, lossless_against: list
     return row
 
 
+def turns_of(prompt: Prompt) -> list[tuple[str, str]]:
+    """(row id, user text) per turn; later turns get ids '<id>#2', '<id>#3', ..."""
+    texts = [prompt.text, *prompt.later_turns]
+    return [(prompt.id if i == 0 else f"{prompt.id}#{i + 1}", t) for i, t in enumerate(texts)]
+
+
+def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool) -> list[int]:
+    """Token ids for a turn. Raw (the paper's default): earlier prompts and answers, then the new
+    prompt, joined by blank lines. Chat: the tokenizer's chat template."""
+    if chat:
+        msgs = [m for user, answer in history for m in ({"role": "user", "content": user},
+                                                        {"role": "assistant", "content": answer})]
+        msgs.append({"role": "user", "content": text})
+        out = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+        return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+    raw = "".join(f"{user}{answer}\n\n" for user, answer in history) + text
+    return tokenizer(raw).input_ids
+
+
+def timed(engine, ids, drafter, cfg, stops) -> Generation:
+    """Generate `repeats` times (tokens are identical); wall time = mean, its std kept."""
+    gens = [generate(engine, ids, drafter, cfg.max_new_tokens, stops) for _ in range(cfg.repeats)]
+    walls = [g.wall_s for g in gens]
+    gen = gens[-1]
+    gen.wall_s = sum(walls) / len(walls)
+    gen.stats["wall_s_std"] = round(statistics.pstdev(walls), 6) if len(walls) > 1 else 0.0
+    return gen
+
+
 def run(cfg: DictConfig, run_dir: Path) -> dict | None:
     """Run one (model, benchmark, method, budget) configuration; return its summary."""
     validate(cfg)
     drafter = make_drafter(cfg.method)
     if cfg.prompt is not None:
-        prompts = [Prompt("prompt", str(cfg.prompt))]
-    else:
-        prompts = select(load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path")), cfg.n_prompts)
-    torch.manual_seed(cfg.seed)
-    model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype)
-    engine = Engine(model, profile=cfg.profile)
-    stops = stop_ids(tok, model)
-    limit = engine.max_positions
-    margin = max(cfg.budget, 1) + 128  # budget extension and long chains
-
-    if cfg.prompt is not None:
-        ids = encode(tok, prompts[0], limit, cfg.max_new_tokens, margin)
-        gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
-        print(tok.decode(gen.tokens, skip_special_tokens=True))
-        print(f"\n[{len(gen.tokens)} tokens, {gen.steps} forwards, tau {gen.tau:.2f}, {gen.tokens_per_s:.1f} tokens/s]")
-        return None
-
-    env = environment(device, dtype)
+        return run_single(cfg, drafter)
+    prompts = select(load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path")), cfg.n_prompts)
     chash = config_hash(cfg)
     results = ResultsFile(run_dir / "results.csv")
     done = results.done(chash)
-    todo = [p for p in prompts if p.id not in done]
-    ref_key = f"{cfg.model.name}/{cfg.benchmark.name}/{env['dtype']}-{device.type}-N{cfg.max_new_tokens}"
-    refs = ReferenceStore(Path(cfg.results_dir) / "references", ref_key)
+    todo = [p for p in prompts if not all(rid in done for rid, _ in turns_of(p))]
     if done:
-        print(f"[goose] resuming: {len(done)} prompt(s) already in {results.path}, {len(todo)} to go", flush=True)
-
-    if todo and cfg.warmup:
-        warm = encode(tok, todo[0], limit, cfg.max_new_tokens, margin)
-        for _ in range(cfg.warmup):
-            generate(engine, warm, Drafter(), min(16, cfg.max_new_tokens), stops)
-
-    from tqdm import tqdm
-
-    is_ar = type(drafter) is Drafter or drafter.name == "ar"
-    for prompt in tqdm(todo, desc=f"{cfg.method.name} on {cfg.benchmark.name}", unit="prompt", file=sys.stderr):
-        ids = encode(tok, prompt, limit, cfg.max_new_tokens, margin)
-        ref = refs.get(prompt.id)
-        if ref is None and not is_ar:
-            ar = generate(engine, ids, Drafter(), cfg.max_new_tokens, stops)
-            ref = {"tokens": ar.tokens, "tokens_per_s": ar.tokens_per_s, "wall_s": ar.wall_s}
-            refs.put(prompt.id, ref)
-        gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
-        if is_ar:
-            # Comparing AR with itself proves nothing: check it against HF generate instead.
-            ref = {"tokens": gen.tokens, "tokens_per_s": gen.tokens_per_s, "wall_s": gen.wall_s}
-            refs.put(prompt.id, ref)
-            against = hf_greedy(model, ids, cfg.max_new_tokens, stops)
-        else:
-            against = ref["tokens"]
-        results.append(row_for(cfg, prompt, ids, gen, ref, against, env, chash))
-
+        print(f"[goose] resuming: {len(done)} row(s) already in {results.path}, {len(todo)} prompt(s) to go",
+              flush=True)
+    if todo:
+        decode_all(cfg, drafter, todo, done, results, run_dir, chash)
     rows = [r for r in results.rows() if r.get("config_hash") == chash]
     summary = summarize(rows)
     summary.update({"model": cfg.model.name, "benchmark": cfg.benchmark.name, "method": cfg.method.name,
                     "budget": cfg.budget, "config_hash": chash, "run_dir": str(run_dir)})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_summary_csv(run_dir / "summary.csv", summary)
     print_summary(summary, results.path)
     return summary
+
+
+def write_summary_csv(path: Path, summary: dict) -> None:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(summary))
+        w.writeheader()
+        w.writerow(summary)
+
+
+def load_engine(cfg: DictConfig):
+    torch.manual_seed(cfg.seed)
+    model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype)
+    return Engine(model, profile=cfg.profile), model, tok, device, dtype
+
+
+def run_single(cfg: DictConfig, drafter: Drafter) -> None:
+    engine, model, tok, _, _ = load_engine(cfg)
+    stops = stop_ids(tok, model)
+    ids = build_input(tok, [], str(cfg.prompt), cfg.chat_template)
+    check_length(Prompt("prompt", str(cfg.prompt)), len(ids), engine.max_positions, cfg)
+    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
+    print(tok.decode(gen.tokens, skip_special_tokens=True))
+    print(f"\n[{len(gen.tokens)} tokens, {gen.steps} forwards, tau {gen.tau:.2f}, {gen.tokens_per_s:.1f} tokens/s]")
+
+
+def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: ResultsFile, run_dir: Path, chash: str):
+    from tqdm import tqdm
+
+    from goose.tracking import Tracker
+
+    engine, model, tok, device, dtype = load_engine(cfg)
+    stops = stop_ids(tok, model)
+    env = environment(device, dtype)
+    ref_key = f"{cfg.model.name}/{cfg.benchmark.name}/{env['dtype']}-{device.type}-N{cfg.max_new_tokens}"
+    ref_key += "-chat" if cfg.chat_template else ""
+    refs = ReferenceStore(Path(cfg.results_dir) / "references", ref_key)
+    if cfg.warmup:
+        warm = build_input(tok, [], todo[0].text, cfg.chat_template)
+        for _ in range(cfg.warmup):
+            generate(engine, warm, Drafter(), min(16, cfg.max_new_tokens), stops)
+    w = cfg.logging.wandb
+    tracker = Tracker(w.mode, w.project, run_name(cfg), f"{cfg.model.name}/{cfg.benchmark.name}",
+                      OmegaConf.to_container(cfg, resolve=True), run_dir, w.get("entity"))
+    is_ar = drafter.name == "ar"
+    logged = []
+    bar = tqdm(todo, desc=f"{cfg.method.name} on {cfg.benchmark.name}", unit="prompt", file=sys.stderr)
+    for prompt in bar:
+        history: list[tuple[str, str]] = []
+        for rid, text in turns_of(prompt):
+            ids = build_input(tok, history, text, cfg.chat_template)
+            check_length(prompt, len(ids), engine.max_positions, cfg)
+            ref = refs.get(rid)
+            if ref is None and not is_ar:
+                ar = timed(engine, ids, Drafter(), cfg, stops)
+                ref = {"tokens": ar.tokens, "tokens_per_s": ar.tokens_per_s, "wall_s": ar.wall_s}
+                refs.put(rid, ref)
+            gen = timed(engine, ids, drafter, cfg, stops)
+            if is_ar:
+                # Comparing AR with itself proves nothing: check it against HF generate instead.
+                ref = {"tokens": gen.tokens, "tokens_per_s": gen.tokens_per_s, "wall_s": gen.wall_s}
+                refs.put(rid, ref)
+                against = hf_greedy(model, ids, cfg.max_new_tokens, stops)
+            else:
+                against = ref["tokens"]
+            if rid not in done:
+                row = row_for(cfg, Prompt(rid, text), ids, gen, ref, against, env, chash)
+                results.append(row)
+                tracker.log_prompt(len(logged), row)
+                logged.append(row)
+            history.append((text, tok.decode(gen.tokens, skip_special_tokens=True)))
+    rows = [r for r in results.rows() if r.get("config_hash") == chash]
+    tracker.finish(summarize(rows), logged)
+
+
+def run_name(cfg: DictConfig) -> str:
+    return f"{cfg.model.name}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-N{cfg.max_new_tokens}"
+
+
+def check_length(prompt: Prompt, n: int, limit: int | None, cfg: DictConfig) -> None:
+    margin = cfg.budget + 128  # budget extension and long chains
+    if limit is not None and n + cfg.max_new_tokens + margin > limit:
+        raise GooseError(
+            f"prompt '{prompt.id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
+            f"up to {margin} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
+            "shorten the prompt."
+        )
 
 
 def print_summary(s: dict, path: Path) -> None:

@@ -1,0 +1,45 @@
+"""Weights & Biases logging of one run: full config, per-prompt metrics, a summary table.
+
+Mode `offline` (default) works without network: runs land in <run_dir>/wandb and
+`wandb sync <run_dir>/wandb/offline-run-*` uploads them later. `online` needs a key;
+`disabled` logs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class Tracker:
+    def __init__(self, mode: str, project: str, name: str, group: str, config: dict, run_dir: Path,
+                 entity: str | None = None):
+        self.run = None
+        if mode == "disabled":
+            return
+        if mode not in ("offline", "online"):
+            from goose.errors import GooseError
+
+            raise GooseError(f"logging.wandb.mode must be offline, online or disabled (got {mode!r}).")
+        import wandb
+
+        os.environ.setdefault("WANDB_SILENT", "true")
+        self.run = wandb.init(project=project, entity=entity, name=name, group=group, config=config,
+                              dir=str(run_dir), mode=mode, reinit="finish_previous")
+
+    def log_prompt(self, index: int, row: dict) -> None:
+        if self.run is None:
+            return
+        self.run.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=index)
+
+    def finish(self, summary: dict, rows: list[dict]) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        self.run.summary.update({k: v for k, v in summary.items() if isinstance(v, (int, float, str))})
+        if rows:
+            cols = list(rows[0])
+            self.run.log({"prompts": wandb.Table(columns=cols, data=[[str(r.get(c)) for c in cols] for r in rows])})
+        self.run.finish()
+        self.run = None

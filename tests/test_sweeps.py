@@ -1,0 +1,109 @@
+"""Benchmarks, sweeps, the AR reference store, W&B offline runs, the SLURM launcher config."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_run import ROOT, rows, run_py
+
+from goose.benchmarks import load_prompts
+
+
+@pytest.mark.parametrize("name,count,first", [
+    ("humaneval", 164, "from typing import List\n\n\ndef has_close_elements("),
+    ("mbpp", 500, "# Write a python function to remove first and last occurrence of a given character"),
+    ("classeval", 100, "import logging\nimport datetime\n\nclass AccessGatewayFilter:"),
+    ("gsm8k", 1319, "Question: Janet’s ducks lay 16 eggs per day."),
+    ("mt_bench", 80, "Compose an engaging travel blog post about a recent trip to Hawaii"),
+    ("spec_bench", 480, "Compose an engaging travel blog post about a recent trip to Hawaii"),
+])
+def test_loaders_counts_and_prompt_formats(name, count, first):
+    prompts = load_prompts(name)
+    assert len(prompts) == count
+    assert prompts[0].text.startswith(first)
+    assert len({p.id for p in prompts}) == count
+
+
+def test_prompt_formats_exactly():
+    g = load_prompts("gsm8k")[0].text
+    assert g.endswith("\n\nAnswer: Let me solve step by step.\n") and g.startswith("Question: ")
+    m = load_prompts("mbpp")
+    assert m[0].id == "11" and m[-1].id == "510" and m[0].text.endswith("\n") and m[0].text.startswith("# ")
+    sb = load_prompts("spec_bench")
+    assert len(sb[0].later_turns) == 1 and all(len(p.later_turns) == 1 for p in sb[:80])
+    assert all(p.later_turns == () for p in sb[80:])
+
+
+def test_missing_data_says_where_it_looked(tmp_path, monkeypatch):
+    from goose.errors import GooseError
+
+    monkeypatch.setenv("GOOSE_DATA_DIR", str(tmp_path))
+    with pytest.raises(GooseError, match=str(tmp_path)):
+        load_prompts("mt_bench")
+
+
+def test_two_method_sweep_reuses_one_ar_reference_and_second_run_skips_everything(tiny_folder, tmp_path):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"a b c a b c {i} " * 3}) + "\n"
+                               for i in range(3)))
+    args = ["-m", "model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
+            "method=pld,goose", "max_new_tokens=16", f"results_dir={tmp_path / 'res'}"]
+    first = run_py(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    refs = sorted((tmp_path / "res" / "references").rglob("*.json"))
+    assert [r.name for r in refs] == ["q0.json", "q1.json", "q2.json"]
+    stamps = [r.stat().st_mtime_ns for r in refs]
+    for m in ("pld", "goose"):
+        got = rows(tmp_path / "res" / "hf" / "jsonl" / m / "B60-N16" / "results.csv")
+        assert len(got) == 3 and all(r["lossless"] == "True" for r in got)
+    second = run_py(*args)
+    assert second.returncode == 0
+    assert second.stdout.count("resuming: 3 row(s)") == 2 and "Loading weights" not in second.stderr
+    assert [r.stat().st_mtime_ns for r in refs] == stamps  # computed once, reused
+
+
+def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monkeypatch):
+    data = tmp_path / "data" / "spec_bench"
+    data.mkdir(parents=True)
+    (data / "question.jsonl").write_text(json.dumps({"question_id": 81, "turns": ["Say x.", "Now y."]}) + "\n")
+    r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "method=goose", "max_new_tokens=8",
+               f"data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'res'}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = rows(tmp_path / "res" / "hf" / "spec_bench" / "goose" / "B60-N8" / "results.csv")
+    assert [x["prompt_id"] for x in got] == ["81", "81#2"]
+    assert int(got[1]["prompt_tokens"]) > int(got[0]["prompt_tokens"]) + 8  # carries turn 1 and its answer
+    assert all(x["lossless"] == "True" for x in got)
+
+
+def test_wandb_offline_run_holds_config_and_metrics(tiny_folder, tmp_path):
+    env = dict(os.environ, WANDB_MODE="offline", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, str(ROOT / "run.py"), "model=hf", f"model.path={tiny_folder}",
+                        "method=pld", "n_prompts=2", "max_new_tokens=8", f"results_dir={tmp_path}"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    runs = list((tmp_path / "hf" / "humaneval" / "pld" / "B60-N8" / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    files = {p.name: p for p in runs[0].rglob("*")}
+    wandb_file = next(p for n, p in files.items() if n.endswith(".wandb"))
+    blob = wandb_file.read_bytes()
+    for needle in (b"tokens_per_s", b"lossless", b"method", b"pld", b"smollm2" if False else b"max_new_tokens"):
+        assert needle in blob
+
+
+def test_slurm_launcher_composes():
+    r = subprocess.run([sys.executable, str(ROOT / "run.py"), "+experiment=figure4-paper",
+                        "hydra/launcher=slurm", "--cfg", "hydra", "--package", "hydra.launcher"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "SlurmLauncher" in r.stdout and "gpus_per_node: 1" in r.stdout
+
+
+@pytest.mark.parametrize("exp", ["figure1", "figure4", "table1", "table2", "budget_sweep", "all_methods"])
+@pytest.mark.parametrize("profile", ["paper", "local"])
+def test_experiment_configs_compose(exp, profile):
+    r = subprocess.run([sys.executable, str(ROOT / "run.py"), f"+experiment={exp}-{profile}", "--cfg", "hydra",
+                        "--package", "hydra.sweeper"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "method:" in r.stdout
