@@ -14,10 +14,12 @@ from goose.tree import BRANCH, HarvestingDrafter, TreeNodes
 class BalancedTreeDrafter(HarvestingDrafter):
     name = "iso"
 
-    def __init__(self, branching: int = 3, budget: int = 60, extension: int = 40, max_depth: int = 6,
+    def __init__(self, branching: int = 3, budget: int | str = 60, extension: int = 40, max_depth: int = 6,
                  k: int = 10, min_score: float = 0.01, bigram: bool = True, prefill_harvest: bool = True,
-                 ngram_sizes: tuple[int, ...] = (5, 4, 3), max_chain: int = 20, long_match: int = 8):
+                 ngram_sizes: tuple[int, ...] = (5, 4, 3), max_chain: int = 20, long_match: int = 8,
+                 auto_max_budget: int = 60):
         super().__init__(k=k, bigram=bigram, prefill_harvest=prefill_harvest)
+        budget = auto_max_budget if budget == "auto" else int(budget)
         self.branching, self.budget, self.extension = branching, budget, extension
         self.max_depth, self.min_score, self.long_match = max_depth, min_score, long_match
         self.matcher = ContextMatcher(tuple(ngram_sizes), max_chain)
@@ -47,5 +49,4 @@ class BalancedTreeDrafter(HarvestingDrafter):
                     frontier.append(nodes.add(v, t, BRANCH, s))
                     added += 1
         self.route = "branch_tree" if len(nodes) > 1 else "ar"
-        self.nodes = nodes
-        return nodes.draft()
+        return self.finish(nodes)

@@ -22,5 +22,4 @@ class PromptLookupDrafter(HarvestingDrafter):
         for i, t in enumerate(self.matcher.match().chain):
             nodes.add(i, t, SPINE)
         self.route = "chain" if len(nodes) > 1 else "ar"
-        self.nodes = nodes
-        return nodes.draft()
+        return self.finish(nodes)

@@ -48,5 +48,4 @@ class TokenRecyclingDrafter(HarvestingDrafter):
                 continue
             at[path] = nodes.add(parent, t, BRANCH, row[1][path[-1]])
         self.route = "branch_tree" if len(nodes) > 1 else "ar"
-        self.nodes = nodes
-        return nodes.draft()
+        return self.finish(nodes)

@@ -150,3 +150,11 @@ def test_sliding_window_models_refused():
     with pytest.raises(GooseError, match="sliding"):
         check_supported(MistralConfig(sliding_window=128))
     check_supported(Qwen2Config(use_sliding_window=False))
+
+
+def test_greedy_from_topk_breaks_ties_like_argmax():
+    from goose.engine import greedy_from_topk
+
+    logits = torch.tensor([[0.0, 3.0, 3.0, 1.0], [5.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    s, i = logits.topk(2, dim=-1)
+    assert greedy_from_topk(logits, i, s) == logits.argmax(-1).tolist() == [1, 0, 0]

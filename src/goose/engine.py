@@ -126,6 +126,20 @@ def greedy_walk(parents: list[int], tokens: list[int], pred: list[int]) -> list[
             return path
 
 
+def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tensor) -> list[int]:
+    """The argmax of each row, read off its top-k (one pass over the vocabulary instead of two).
+
+    topk's order among exactly equal values is unspecified, so tied rows fall back to argmax,
+    whose first-index rule is what greedy decoding uses.
+    """
+    pred = ids[:, 0]
+    if ids.shape[1] > 1:
+        tied = scores[:, 0] == scores[:, 1]
+        if bool(tied.any()):
+            pred = torch.where(tied, logits.argmax(-1), pred)
+    return pred.tolist()
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -195,21 +209,48 @@ class Engine:
             _sync(dev)
             t1 = time.perf_counter()
         logits = self._forward(ids, position_ids=pos, attention_mask=mask)
-        pred = logits.argmax(-1).tolist()
         if self.profile:
             _sync(dev)
             t2 = time.perf_counter()
-        path = greedy_walk(draft.parents, draft.tokens, pred)
-        res = Verification(path=path, bonus=pred[path[-1]], width=T)
+        res = Verification(path=[0], bonus=0, width=T)
         if topk:
             res.topk_scores, res.topk_ids = logits.float().topk(topk, dim=-1)
-        self._compact(P, T, path)
+            pred = greedy_from_topk(logits, res.topk_ids, res.topk_scores)
+        else:
+            pred = logits.argmax(-1).tolist()
+        res.path = greedy_walk(draft.parents, draft.tokens, pred)
+        res.bonus = pred[res.path[-1]]
+        self._compact(P, T, res.path)
         if self.profile:
             _sync(dev)
             t3 = time.perf_counter()
             res.forward_s = t2 - t1
             res.overhead_s = (t1 - t0) + (t3 - t2)
         return res
+
+    @torch.inference_mode()
+    def measure_cost(self, widths: list[int], context_len: int = 256, repeats: int = 3) -> list[float]:
+        """Median seconds of one verification of T nodes after a `context_len` prefix, per T."""
+        import statistics
+
+        vocab = self.model.config.get_text_config(decoder=True).vocab_size
+        g = torch.Generator().manual_seed(0)
+        self.prefill(torch.randint(0, vocab, (context_len,), generator=g).tolist())
+        out = []
+        for T in widths:
+            draft = Draft.chain(torch.randint(0, vocab, (T,), generator=g).tolist())
+            times = []
+            for _ in range(repeats + 1):  # the first run warms up
+                _sync(self.device)
+                t0 = time.perf_counter()
+                self.verify(draft)
+                _sync(self.device)
+                times.append(time.perf_counter() - t0)
+                if self.cache_len > context_len:
+                    self.cache.crop(-(self.cache_len - context_len))
+            out.append(statistics.median(times[1:]))
+        self.cache = None
+        return out
 
     def _compact(self, P: int, T: int, path: list[int]) -> None:
         """Move the accepted nodes' keys/values to P..P+n-1 and crop the rest: O(n)."""

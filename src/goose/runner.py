@@ -13,6 +13,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from goose.benchmarks import Prompt, load_prompts
+from goose.budget import DEFAULT_WIDTHS, AutoBudget, CostCurve
 from goose.decode import Drafter, Generation, generate
 from goose.engine import Engine
 from goose.errors import GooseError
@@ -26,8 +27,8 @@ NOT_HASHED = ("n_prompts", "results_dir", "logging", "prompt", "warmup", "profil
 
 def validate(cfg: DictConfig) -> None:
     b = cfg.budget
-    if not (isinstance(b, int) and not isinstance(b, bool) and b >= 1):
-        raise GooseError(f"budget must be a whole number of nodes >= 1 (got {b!r}), e.g. budget=60.")
+    if b != "auto" and not (isinstance(b, int) and not isinstance(b, bool) and b >= 1):
+        raise GooseError(f"budget must be a whole number of nodes >= 1 or auto (got {b!r}), e.g. budget=60.")
     if not (isinstance(cfg.max_new_tokens, int) and cfg.max_new_tokens >= 1):
         raise GooseError(f"max_new_tokens must be an integer >= 1 (got {cfg.max_new_tokens!r}).")
     if cfg.n_prompts is not None and not (isinstance(cfg.n_prompts, int) and cfg.n_prompts >= 1):
@@ -184,14 +185,36 @@ def write_summary_csv(path: Path, summary: dict) -> None:
         w.writerow(summary)
 
 
-def load_engine(cfg: DictConfig):
+def load_engine(cfg: DictConfig, drafter: Drafter):
     torch.manual_seed(cfg.seed)
     model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype)
-    return Engine(model, profile=cfg.profile), model, tok, device, dtype
+    engine = Engine(model, profile=cfg.profile)
+    if cfg.budget == "auto":
+        if not hasattr(drafter, "enable_auto_budget"):
+            raise GooseError(f"budget=auto needs a tree drafter (goose, tr, iso3, iso5, pld); not '{cfg.method.name}'.")
+        drafter.enable_auto_budget(AutoBudget(cost_curve(engine, cfg.model.name, device, dtype)))
+    return engine, model, tok, device, dtype
+
+
+def cost_curve(engine: Engine, name: str, device: torch.device, dtype: torch.dtype) -> CostCurve:
+    """The verification cost curve of this model on this machine, measured once and cached."""
+    from goose.models import cache_root
+
+    where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
+    key = f"{name}-{where}-{str(dtype).replace('torch.', '')}-threads{torch.get_num_threads()}.json"
+    path = cache_root() / "profiles" / key
+    if path.is_file():
+        return CostCurve.load(path)
+    print(f"[goose] measuring the verification cost curve once ({path})", flush=True)
+    widths = list(DEFAULT_WIDTHS)
+    curve = CostCurve(widths, engine.measure_cost(widths))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(curve.to_json())
+    return curve
 
 
 def run_single(cfg: DictConfig, drafter: Drafter) -> None:
-    engine, model, tok, _, _ = load_engine(cfg)
+    engine, model, tok, _, _ = load_engine(cfg, drafter)
     stops = stop_ids(tok, model)
     ids = build_input(tok, [], str(cfg.prompt), cfg.chat_template)
     check_length(Prompt("prompt", str(cfg.prompt)), len(ids), engine.max_positions, cfg)
@@ -205,7 +228,7 @@ def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: Result
 
     from goose.tracking import Tracker
 
-    engine, model, tok, device, dtype = load_engine(cfg)
+    engine, model, tok, device, dtype = load_engine(cfg, drafter)
     stops = stop_ids(tok, model)
     env = environment(device, dtype)
     ref_key = f"{cfg.model.name}/{cfg.benchmark.name}/{env['dtype']}-{device.type}-N{cfg.max_new_tokens}"
@@ -254,7 +277,7 @@ def run_name(cfg: DictConfig) -> str:
 
 
 def check_length(prompt: Prompt, n: int, limit: int | None, cfg: DictConfig) -> None:
-    margin = cfg.budget + 128  # budget extension and long chains
+    margin = (cfg.budget if cfg.budget != "auto" else 64) + 128  # budget extension and long chains
     if limit is not None and n + cfg.max_new_tokens + margin > limit:
         raise GooseError(
             f"prompt '{prompt.id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "

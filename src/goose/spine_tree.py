@@ -105,7 +105,7 @@ class GooseDrafter(HarvestingDrafter):
 
     def __init__(
         self,
-        budget: int = 60,
+        budget: int | str = 60,
         extension: int = 40,
         max_depth: int = 6,
         k: int = 10,
@@ -126,8 +126,10 @@ class GooseDrafter(HarvestingDrafter):
         context_spine: bool = True,
         spine_continuation: bool = True,
         keep_table: bool = False,
+        auto_max_budget: int = 60,
     ):
         super().__init__(k=k, bigram=bigram, prefill_harvest=prefill_harvest, keep_table=keep_table)
+        budget = auto_max_budget if budget == "auto" else int(budget)  # auto: build at the max, then prune
         self.params = SpineTreeParams(budget, extension, max_depth, k, min_score, rho, rho > 0)
         self.matcher = ContextMatcher(tuple(ngram_sizes), max_chain)
         self.max_extended_chain = max_extended_chain
@@ -187,12 +189,13 @@ class GooseDrafter(HarvestingDrafter):
         else:
             self.route = "ar"
             nodes = TreeNodes(root)
-        if len(nodes) < 2:
-            self.route = "ar"
-        self.nodes = nodes
         if not self.spine_continuation and self.route == "spine_tree":
+            self.nodes = nodes
             return self._no_continuation_draft(nodes)
-        return nodes.draft()
+        draft = self.finish(nodes)
+        if len(self.nodes) < 2:
+            self.route = "ar"
+        return draft
 
     def _no_continuation_draft(self, nodes: TreeNodes) -> Draft:
         """Ablation: branches off spine nodes stay in the forward but the walk cannot enter

@@ -43,6 +43,14 @@ class TreeNodes:
     def draft(self) -> Draft:
         return Draft(self.tokens, self.parents)
 
+    def subset(self, keep: list[int]) -> TreeNodes:
+        """The nodes `keep` (ascending, root first, closed under ancestors), re-indexed."""
+        out = TreeNodes(self.tokens[0])
+        where = {0: 0}
+        for i in keep[1:]:
+            where[i] = out.add(where[self.parents[i]], self.tokens[i], self.source[i], self.score[i])
+        return out
+
 
 class HarvestingDrafter(Drafter):
     """Base for drafters fed by an adjacency table: harvests prefill (optionally) and every
@@ -58,6 +66,17 @@ class HarvestingDrafter(Drafter):
         self.nodes: TreeNodes | None = None
         self.route = "ar"
         self.trace: list[dict] | None = None
+        self.auto = None  # an AutoBudget when budget=auto: prunes each tree to what pays on this hardware
+
+    def enable_auto_budget(self, auto) -> None:
+        self.auto = auto
+
+    def finish(self, nodes: TreeNodes) -> Draft:
+        """The draft to verify: the whole tree, or its most valuable part under budget=auto."""
+        if self.auto is not None:
+            nodes = self.auto.prune(nodes)
+        self.nodes = nodes
+        return nodes.draft()
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self, context: list[int], prefill: Verification) -> None:
@@ -77,6 +96,8 @@ class HarvestingDrafter(Drafter):
             prev = [nodes.tokens[p] if p >= 0 else None for p in nodes.parents]
             prev[0] = self._root_prev
             self.table.harvest(nodes.tokens, prev, result.topk_ids, result.topk_scores)
+        if self.auto is not None:
+            self.auto.observe(nodes, result.path)
         self.record(nodes, result.path)
 
     def record(self, nodes: TreeNodes, path: list[int]) -> None:
@@ -122,6 +143,8 @@ class HarvestingDrafter(Drafter):
             "continuations": c["continuations"],
             "continuation_tokens": c["continuation_tokens"],
         }
+        if self.auto is not None:
+            out.update(self.auto.stats())
         for r in ("spine_tree", "branch_tree", "bypass", "chain", "ar"):
             out[f"route_{r}"] = c[f"route_{r}"]
         depths = sorted(self.depth_drafted)
