@@ -1,7 +1,14 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-fast test-slow lint bench-ar table-methods clean
+.PHONY: install demo test test-fast lint bench bench-ar gpu-check reproduce-all clean
+
+# Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
+# with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
+# skipped on rerun), artifacts in results/<profile>/artifacts/.
+PROFILE ?= $(shell $(PYTHON) -c "import torch; print('paper' if torch.cuda.is_available() else 'local')" 2>/dev/null || echo local)
+RESULTS ?= results/$(PROFILE)
+ARTIFACTS_OUT ?= $(RESULTS)/artifacts
 
 # CPU torch wheel by default; on a GPU machine install a CUDA build of torch first.
 install:
@@ -27,6 +34,36 @@ lint:
 # Our AR engine vs Hugging Face generate, same prompts, one run.
 bench-ar:
 	$(PYTHON) experiments/bench_ar.py
+
+reproduce-%:
+	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
+	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
+	$(PYTHON) run.py -m +experiment=$(EXPERIMENT_$*)-$(PROFILE) results_dir=$(RESULTS)
+	$(PYTHON) analysis/reproduce.py $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT)
+
+EXPERIMENT_table1 = table1
+EXPERIMENT_table2 = table2
+EXPERIMENT_figure1 = figure1
+EXPERIMENT_figure4 = figure4
+EXPERIMENT_budget-sweep = budget_sweep
+EXPERIMENT_all-methods = all_methods
+ARTIFACT_table1 = table1
+ARTIFACT_table2 = table2
+ARTIFACT_figure1 = figure1 synergy
+ARTIFACT_figure4 = figure4
+ARTIFACT_budget-sweep = budget_sweep
+ARTIFACT_all-methods = all_methods
+
+reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods
+
+# All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
+bench:
+	$(PYTHON) experiments/bench.py
+
+# On a machine with a CUDA device: fp16/fp32 losslessness and speedup for every method (SmolLM2).
+gpu-check:
+	$(PYTHON) experiments/gpu_check.py
 
 clean:
 	rm -rf results outputs multirun .pytest_cache

@@ -43,7 +43,8 @@ class Generation:
     wall_s: float
     widths: list[int] = field(default_factory=list)
     forward_s: float = 0.0
-    overhead_s: float = 0.0
+    overhead_s: float = 0.0  # engine work around the forward: mask, top-k, walk, compaction
+    draft_s: float = 0.0  # drafter work: propose + accepted (harvest, bookkeeping)
     stats: dict = field(default_factory=dict)
 
     @property
@@ -85,8 +86,12 @@ def generate(
     context = list(prompt) + out
     drafter.start(context, pre)
     gen = Generation(tokens=out, steps=1, wall_s=0.0)
+    profile = engine.profile
     while not done:
+        t1 = time.perf_counter() if profile else 0.0
         draft = drafter.propose(context)
+        if profile:
+            gen.draft_s += time.perf_counter() - t1
         res = engine.verify(draft, topk=drafter.topk)
         gen.steps += 1
         gen.widths.append(res.width)
@@ -97,7 +102,10 @@ def generate(
         new, done = commit(new, max_new_tokens - len(out), stop_ids)
         out.extend(new)
         context.extend(new)
+        t2 = time.perf_counter() if profile else 0.0
         drafter.accepted(draft, res, context)
+        if profile:
+            gen.draft_s += time.perf_counter() - t2
     _sync(engine)
     gen.wall_s = time.perf_counter() - t0
     gen.stats = drafter.stats()

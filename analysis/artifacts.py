@@ -1,0 +1,231 @@
+"""The paper's tables and figures, computed from result CSVs only (never reruns a model).
+
+Conventions: tau = generated tokens / target forwards incl. prefill, pooled over prompts
+(sum of tokens / sum of forwards; AR = 1.0). Speedup = AR wall time / method wall time on
+the same prompts. Acceptance rate of a source = its accepted nodes / its drafted nodes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis.paper import ABLATION_DELTA_PCT, FIGURE1_MEDIANS, FIGURE4_RANGE, TABLE1_TAU  # noqa: E402
+
+ABLATIONS = {
+    "goose-no-spine-branches": "no spine branches (rho = 0)",
+    "goose-no-bigram": "no bigram tier",
+    "goose-no-bypass": "no consensus bypass",
+    "goose-no-context-spine": "no context-match spine",
+    "goose-no-continuation": "no spine continuation",
+    "goose-no-prefill-harvest": "no prefill harvest",
+}
+TAU_NOTE = "tau = generated tokens / target forwards incl. prefill, pooled over prompts (AR = 1.0)"
+
+
+def load_rows(root: str | Path) -> pd.DataFrame:
+    files = sorted(p for p in Path(root).rglob("results.csv") if "references" not in p.parts)
+    if not files:
+        raise SystemExit(f"no results.csv under {root}: run the experiment first")
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    df["lossless"] = df["lossless"].astype(str).eq("True")
+    return df
+
+
+def pooled(g: pd.DataFrame) -> dict:
+    out = {
+        "prompts": len(g),
+        "tau": g.new_tokens.sum() / g.steps.sum(),
+        "speedup": (g.new_tokens / g.ar_tokens_per_s).sum() / g.wall_s.sum(),
+        "tokens_per_s": g.new_tokens.sum() / g.wall_s.sum(),
+        "lossless": int(g.lossless.sum()),
+    }
+    for src in ("spine", "branch"):
+        if f"{src}_drafted" in g:
+            d = g[f"{src}_drafted"].sum()
+            out[f"{src}_rate"] = g[f"{src}_accepted"].sum() / d if d else float("nan")
+    if "continuation_tokens" in g:
+        out["continuation_tokens_per_step"] = g.continuation_tokens.sum() / (g.steps.sum() - len(g))
+        out["continuation_share"] = g.continuation_tokens.sum() / g.new_tokens.sum()
+    return out
+
+
+def by(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    rows = [{**dict(zip(keys, k if isinstance(k, tuple) else (k,))), **pooled(g)} for k, g in df.groupby(keys)]
+    return pd.DataFrame(rows)
+
+
+# --- tables --------------------------------------------------------------------------------
+def table1(df: pd.DataFrame) -> pd.DataFrame:
+    """GOOSE vs balanced Iso(3)/Iso(5) at equal budget: tau and GOOSE's gain."""
+    t = by(df[df.method.isin(["goose", "iso3", "iso5"])], ["model", "benchmark", "budget", "method"])
+    wide = t.pivot_table(index=["model", "benchmark", "budget"], columns="method", values="tau").reset_index()
+    for k in ("iso3", "iso5"):
+        wide[f"gain_vs_{k}_%"] = (wide["goose"] / wide[k] - 1) * 100
+    wide["gain_vs_best_iso_%"] = (wide["goose"] / wide[["iso3", "iso5"]].max(axis=1) - 1) * 100
+    wide["paper_goose"] = [TABLE1_TAU.get((m, b), (None, None))[0] for m, b in zip(wide.model, wide.benchmark)]
+    wide["paper_iso"] = [TABLE1_TAU.get((m, b), (None, None))[1] for m, b in zip(wide.model, wide.benchmark)]
+    macro = {"model": "macro mean", "benchmark": "", "budget": "",
+             **{c: wide[c].mean() for c in wide.columns if c.startswith("gain_")}}
+    return pd.concat([wide, pd.DataFrame([macro])], ignore_index=True)
+
+
+def table2(df: pd.DataFrame) -> pd.DataFrame:
+    """Ablations: tau of each switch and its change vs full GOOSE, per benchmark and pooled."""
+    sub = df[df.method.isin(["goose", *ABLATIONS])]
+    parts = [by(sub, ["model", "benchmark", "method"]), by(sub, ["model", "method"]).assign(benchmark="all")]
+    t = pd.concat(parts, ignore_index=True)
+    wide = t.pivot_table(index=["model", "method"], columns="benchmark", values="tau")
+    rows = []
+    for model in wide.index.get_level_values(0).unique():
+        full = wide.loc[(model, "goose")]
+        for m in ["goose", *ABLATIONS]:
+            if (model, m) not in wide.index:
+                continue
+            row = {"model": model, "variant": ABLATIONS.get(m, "GOOSE (full)")}
+            for b, v in wide.loc[(model, m)].items():
+                row[f"tau_{b}"] = v
+                if m != "goose":
+                    row[f"delta_{b}_%"] = (v / full[b] - 1) * 100
+            row["paper_delta_%"] = ABLATION_DELTA_PCT.get(m)
+            rows.append(row)
+    t = pd.DataFrame(rows)
+    cols = ["model", "variant"] + sorted(c for c in t if c.startswith("tau_")) + \
+        sorted(c for c in t if c.startswith("delta_")) + ["paper_delta_%"]
+    return t[cols]
+
+
+def all_methods(df: pd.DataFrame) -> pd.DataFrame:
+    t = pd.concat([by(df, ["model", "method", "benchmark"]), by(df, ["model", "method"]).assign(benchmark="all")])
+    return t.pivot_table(index=["model", "method"], columns="benchmark", values=["tau", "speedup"]).round(3)
+
+
+def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    md = out / f"{name}.md"
+    md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{t.to_markdown(index=True, floatfmt='.3f')}\n")
+    tex = out / f"{name}.tex"
+    tex.write_text(t.to_latex(index=True, float_format="%.3f", na_rep="--"))
+    csv = out / f"{name}.csv"
+    t.to_csv(csv, index=True)
+    return [md, tex, csv]
+
+
+# --- figures -------------------------------------------------------------------------------
+def _save(fig, out: Path, name: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def _cells(t: pd.DataFrame) -> list[str]:
+    return [f"{m}\n{b}" for m, b in zip(t.model, t.benchmark)]
+
+
+def plot_figure1(df: pd.DataFrame):
+    """Per-source acceptance: context-matched spine vs adjacency branches, per model x benchmark."""
+    t = by(df[df.method == "goose"], ["model", "benchmark"])
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(t) + 2), 5.5))
+    x = range(len(t))
+    w = 0.38
+    ax.bar([i - w / 2 for i in x], t.spine_rate, w, label="spine (context match)", color="#1f77b4")
+    ax.bar([i + w / 2 for i in x], t.branch_rate, w, label="branches (adjacency)", color="#ff7f0e")
+    ax.axhline(FIGURE1_MEDIANS[0], color="#1f77b4", ls="--", lw=1, label=f"paper median, spine ({FIGURE1_MEDIANS[0]})")
+    ax.axhline(FIGURE1_MEDIANS[1], color="#ff7f0e", ls="--", lw=1,
+               label=f"paper median, branch ({FIGURE1_MEDIANS[1]})")
+    for i, (s, b) in enumerate(zip(t.spine_rate, t.branch_rate)):
+        if b > 0:
+            ax.annotate(f"{s / b:.1f}x", (i, max(s, b)), ha="center", va="bottom", fontsize=8,
+                        xytext=(0, 3), textcoords="offset points")
+    ax.set_xticks(list(x), _cells(t), fontsize=8)
+    ax.set_ylabel("acceptance rate (accepted / drafted nodes)")
+    ax.set_title("Figure 1: per-source acceptance of GOOSE's drafts\n(label above bars: spine / branch ratio)")
+    ax.set_ylim(0, max(0.3, float(t.spine_rate.max()) * 1.25))
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    return fig
+
+
+def plot_figure4(df: pd.DataFrame):
+    """GOOSE's wall-clock speedup over AR per model x benchmark (and its tau)."""
+    t = by(df[df.method == "goose"], ["model", "benchmark"])
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(t) + 2), 5.5))
+    bars = ax.bar(range(len(t)), t.speedup, color="#2ca02c", label="GOOSE speedup (this run)")
+    ax.axhspan(*FIGURE4_RANGE, color="grey", alpha=0.15, label=f"paper: {FIGURE4_RANGE[0]}-{FIGURE4_RANGE[1]}x (GPU)")
+    ax.axhline(1.0, color="black", lw=0.8)
+    for rect, tau in zip(bars, t.tau):
+        ax.annotate(f"tau {tau:.2f}", (rect.get_x() + rect.get_width() / 2, rect.get_height()), ha="center",
+                    va="bottom", fontsize=8, xytext=(0, 3), textcoords="offset points")
+    ax.set_xticks(range(len(t)), _cells(t), fontsize=8)
+    ax.set_ylabel("speedup over AR (x, wall clock)")
+    ax.set_title("Figure 4: GOOSE speedup over autoregressive decoding")
+    ax.set_ylim(0, max(FIGURE4_RANGE[1] * 1.1, float(t.speedup.max()) * 1.2))
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    return fig
+
+
+def plot_budget_sweep(df: pd.DataFrame):
+    """tau and speedup vs budget B for GOOSE, TR and the balanced trees."""
+    sub = df[df.method.isin(["goose", "tr", "iso3", "iso5"]) & (df.budget.astype(str) != "auto")].copy()
+    sub["B"] = sub.budget.astype(int)
+    t = by(sub, ["method", "B"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for m, g in t.groupby("method"):
+        g = g.sort_values("B")
+        b = g.B if m != "tr" else [81] * len(g)  # TR's template is fixed: 80 drafts + root
+        for ax, col in zip(axes, ("tau", "speedup")):
+            ax.plot(b, g[col], marker="o", label=m if m != "tr" else "tr (fixed 81 nodes)")
+    axes[0].set_ylabel("tau (tokens per forward)")
+    axes[1].set_ylabel("speedup over AR (x)")
+    axes[1].axhline(1.0, color="black", lw=0.8)
+    for ax, name in zip(axes, ("tau", "speedup")):
+        ax.set_xlabel("budget B (nodes per verification, incl. root)")
+        ax.set_title(f"{name} vs budget")
+        ax.legend(fontsize=8)
+    fig.suptitle("Budget sweep")
+    return fig
+
+
+def plot_synergy(df: pd.DataFrame):
+    """Tokens gained by spine continuation: branches rescuing the walk where the spine breaks."""
+    t = by(df[df.method == "goose"], ["model", "benchmark"])
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(t) + 2), 4.5))
+    ax.bar(range(len(t)), t.continuation_share * 100, color="#9467bd")
+    ax.set_xticks(range(len(t)), _cells(t), fontsize=8)
+    ax.set_ylabel("share of generated tokens (%)")
+    ax.set_title("Synergy: tokens accepted after the spine broke (spine continuation)")
+    return fig
+
+
+TABLES = {
+    "table1": ("Table 1: anisotropic GOOSE vs isotropic trees at equal budget", table1),
+    "table2": ("Table 2: ablations", table2),
+    "all_methods": ("All methods x benchmarks: tau and speedup", all_methods),
+}
+FIGURES = {
+    "figure1": plot_figure1,
+    "figure4": plot_figure4,
+    "budget_sweep": plot_budget_sweep,
+    "synergy": plot_synergy,
+}
+ARTIFACTS = [*TABLES, *FIGURES]
+
+
+def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]:
+    """Write one artifact. Every artifact but the budget sweep reads the runs at `budget`."""
+    if name != "budget_sweep":
+        df = df[df.budget.astype(str) == str(budget)]
+        if df.empty:
+            raise SystemExit(f"{name}: no rows at budget {budget}; run its experiment first")
+    if name in FIGURES:
+        return _save(FIGURES[name](df), out, name)
+    title, fn = TABLES[name]
+    return write_table(fn(df), out, name, title)

@@ -1,0 +1,175 @@
+"""Speed benchmark: every method on the same prompts, in one run, against Hugging Face.
+
+Per prompt, all methods run back to back in a rotating order (machine noise hits them
+alike); the whole pass repeats `--repeats` times. Prints pooled tokens/s per method (median
+over repeats, min-max spread), ratios computed within each repeat and then the median,
+tau, losslessness against HF greedy, and the per-step overhead breakdown (a separate,
+profiled pass, so timed runs carry no extra syncs).
+
+    python experiments/bench.py [--n-prompts 10] [--max-new-tokens 128] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from baselines.balanced_tree import BalancedTreeDrafter  # noqa: E402
+from baselines.pld import PromptLookupDrafter  # noqa: E402
+from baselines.token_recycling import TokenRecyclingDrafter  # noqa: E402
+from goose.benchmarks import load_prompts  # noqa: E402
+from goose.budget import AutoBudget  # noqa: E402
+from goose.decode import Drafter, generate  # noqa: E402
+from goose.engine import Engine  # noqa: E402
+from goose.models import load_model, stop_ids  # noqa: E402
+from goose.runner import cost_curve  # noqa: E402
+from goose.spine_tree import GooseDrafter  # noqa: E402
+
+
+def our_methods(curve) -> dict:
+    def auto(d):
+        d.enable_auto_budget(AutoBudget(curve))
+        return d
+
+    return {
+        "ar": Drafter(),
+        "pld": PromptLookupDrafter(),
+        "tr": TokenRecyclingDrafter(),
+        "iso3": BalancedTreeDrafter(3),
+        "goose-B16": GooseDrafter(budget=16),
+        "goose-B32": GooseDrafter(budget=32),
+        "goose-B60": GooseDrafter(budget=60),
+        "goose-auto": auto(GooseDrafter(budget="auto")),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"])
+    ap.add_argument("--n-prompts", type=int, default=10)
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--methods", nargs="*", default=None, help="subset of methods to run (default: all)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="auto")
+    args = ap.parse_args()
+
+    cfg = OmegaConf.load(ROOT / "conf" / "model" / f"{args.model}.yaml")
+    model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
+    stops = stop_ids(tok, model)
+    engine = Engine(model)
+    curve = cost_curve(engine, cfg.name, device, dtype)
+    ours = our_methods(curve)
+    N = args.max_new_tokens
+    prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def hf(extra):
+        def run(ids):
+            sync()
+            t = time.perf_counter()
+            out = model.generate(torch.tensor([ids], device=device), max_new_tokens=N, do_sample=False,
+                                 eos_token_id=sorted(stops), pad_token_id=sorted(stops)[0], **extra)
+            sync()
+            return out[0, len(ids):].tolist(), time.perf_counter() - t, 0
+        return run
+
+    def mine(drafter):
+        def run(ids):
+            g = generate(engine, ids, drafter, N, stops)
+            return g.tokens, g.wall_s, g.steps
+        return run
+
+    runners = {"hf-greedy": hf({}), "hf-prompt-lookup": hf({"prompt_lookup_num_tokens": 10})}
+    runners.update({k: mine(d) for k, d in ours.items()})
+    if args.methods:
+        keep = set(args.methods) | {"hf-greedy", "ar"}
+        runners = {k: v for k, v in runners.items() if k in keep}
+    names = list(runners)
+
+    for fn in runners.values():  # warm-up
+        fn(prompts[0][1][:64])
+    print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads): "
+          f"{len(prompts)} prompts ({', '.join(args.benchmarks)}) x {N} new tokens, {args.repeats} repeat(s)",
+          flush=True)
+
+    benches = list(dict.fromkeys(b for b, _ in prompts))
+    # tok[rep][method][bench] and sec[...]; steps/lossless from the first repeat
+    tok_ = [{m: dict.fromkeys(benches, 0) for m in names} for _ in range(args.repeats)]
+    sec = [{m: dict.fromkeys(benches, 0.0) for m in names} for _ in range(args.repeats)]
+    steps = {m: 0 for m in names}
+    lossless = {m: 0 for m in names}
+    for rep in range(args.repeats):
+        t0 = time.perf_counter()
+        for i, (bench, ids) in enumerate(prompts):
+            k = (i + rep) % len(names)
+            outs = {}
+            for m in names[k:] + names[:k]:
+                out, s, n = runners[m](ids)
+                tok_[rep][m][bench] += len(out)
+                sec[rep][m][bench] += s
+                outs[m] = out
+                if rep == 0:
+                    steps[m] += n
+            if rep == 0:
+                for m in names:
+                    lossless[m] += int(outs[m] == outs["hf-greedy"])
+        print(f"  repeat {rep + 1} done in {time.perf_counter() - t0:.0f} s", flush=True)
+
+    def tps(rep, m, bench=None):
+        bs = benches if bench is None else [bench]
+        return sum(tok_[rep][m][b] for b in bs) / sum(sec[rep][m][b] for b in bs)
+
+    def med_spread(vals):
+        return statistics.median(vals), min(vals), max(vals)
+
+    print("\n| method | tokens/s (median, min-max) | tau | x our AR | x HF greedy | x HF prompt lookup | "
+          + " | ".join(f"x AR {b}" for b in benches) + " | lossless |")
+    print("|---|---|---|---|---|---|" + "---|" * len(benches) + "---|")
+    for m in names:
+        t, lo, hi = med_spread([tps(r, m) for r in range(args.repeats)])
+        ratio = {
+            base: statistics.median([tps(r, m) / tps(r, base) for r in range(args.repeats)])
+            for base in ("ar", "hf-greedy", "hf-prompt-lookup") if base in names
+        }
+        per_b = [statistics.median([tps(r, m, b) / tps(r, "ar", b) for r in range(args.repeats)]) for b in benches]
+        total_tok = sum(tok_[0][m].values())
+        tau = f"{total_tok / steps[m]:.2f}" if steps[m] else "-"
+        ll = "ref" if m == "hf-greedy" else f"{lossless[m]}/{len(prompts)}"
+        cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio.get(b, 0):.2f}" for b in
+                                                         ("ar", "hf-greedy", "hf-prompt-lookup")]
+        print(f"| {m} | " + " | ".join(cells + [f"{x:.2f}" for x in per_b] + [ll]) + " |")
+
+    # Per-step overhead breakdown, from a separate profiled pass (syncs on).
+    engine.profile = True
+    print("\nper-step time, profiled pass (ms): forward | engine overhead (mask, top-k, walk, KV) | drafter | "
+          "overhead share")
+    for m, d in ours.items():
+        if m not in names:
+            continue
+        fw = ov = dr = 0.0
+        n = 0
+        for _, ids in prompts[: min(6, len(prompts))]:
+            g = generate(engine, ids, d, N, stops)
+            fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
+        if n:
+            share = (ov + dr) / (fw + ov + dr)
+            print(f"  {m:11s} {fw / n * 1e3:8.2f} | {ov / n * 1e3:6.2f} | {dr / n * 1e3:6.2f} | {share * 100:5.1f}%")
+    engine.profile = False
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Artifacts regenerated from a fixture CSV; numbers recomputed independently from raw rows."""
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from analysis.artifacts import load_rows, make, table1, table2
+from goose.results import ResultsFile
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = ["ar", "goose", "iso3", "iso5", "goose-no-bigram", "goose-no-bypass"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    rng = random.Random(0)
+    for bench in ("humaneval", "gsm8k"):
+        for method in METHODS:
+            f = ResultsFile(root / "smollm2-135m" / bench / method / "B60-N128" / "results.csv")
+            for i in range(4):
+                steps = rng.randint(20, 60) if method != "ar" else 128
+                new = 128
+                wall = steps * 0.05
+                f.append({"model": "smollm2-135m", "benchmark": bench, "method": method, "budget": 60,
+                          "prompt_id": str(i), "new_tokens": new, "steps": steps, "tau": new / steps,
+                          "wall_s": wall, "tokens_per_s": new / wall, "lossless": True,
+                          "ar_tokens_per_s": 20.0, "spine_drafted": rng.randint(50, 100),
+                          "spine_accepted": rng.randint(5, 30), "branch_drafted": rng.randint(500, 900),
+                          "branch_accepted": rng.randint(5, 30), "continuation_tokens": rng.randint(0, 9)})
+        sweep = ResultsFile(root / "smollm2-135m" / bench / "goose" / "B16-N128" / "results.csv")
+        sweep.append({"model": "smollm2-135m", "benchmark": bench, "method": "goose", "budget": 16, "prompt_id": "0",
+                      "new_tokens": 128, "steps": 50, "tau": 2.56, "wall_s": 2.0, "tokens_per_s": 64,
+                      "lossless": True, "ar_tokens_per_s": 20.0, "spine_drafted": 1, "spine_accepted": 1,
+                      "branch_drafted": 1, "branch_accepted": 0, "continuation_tokens": 0})
+    return root
+
+
+def test_table1_recomputed_from_raw_rows(results):
+    df = load_rows(results)
+    t = table1(df[df.budget == 60])
+    raw = df[df.budget == 60]
+    for bench in ("humaneval", "gsm8k"):
+        row = t[t.benchmark == bench].iloc[0]
+        for m in ("goose", "iso3", "iso5"):
+            g = raw[(raw.benchmark == bench) & (raw.method == m)]
+            assert row[m] == pytest.approx(g.new_tokens.sum() / g.steps.sum())
+        assert row["gain_vs_iso3_%"] == pytest.approx((row["goose"] / row["iso3"] - 1) * 100)
+
+
+def test_table2_deltas(results):
+    df = load_rows(results)
+    t = table2(df[df.budget == 60])
+    raw = df[df.budget == 60]
+    full = raw[raw.method == "goose"]
+    abl = raw[raw.method == "goose-no-bigram"]
+    row = t[t.variant == "no bigram tier"].iloc[0]
+    expect = (abl.new_tokens.sum() / abl.steps.sum()) / (full.new_tokens.sum() / full.steps.sum()) - 1
+    assert row["delta_all_%"] == pytest.approx(expect * 100)
+    assert row["paper_delta_%"] == -3.7
+
+
+@pytest.mark.parametrize("name", ["table1", "table2", "all_methods"])
+def test_tables_written_in_three_formats(results, tmp_path, name):
+    paths = make(name, load_rows(results), tmp_path)
+    assert sorted(p.suffix for p in paths) == [".csv", ".md", ".tex"]
+    assert all(p.stat().st_size > 100 for p in paths)
+    assert "tau = generated tokens / target forwards incl. prefill" in paths[0].read_text()
+
+
+@pytest.mark.parametrize("name", ["figure1", "figure4", "budget_sweep", "synergy"])
+def test_figures_have_axes_and_series(results, tmp_path, name):
+    import matplotlib.pyplot as plt
+
+    from analysis.artifacts import FIGURES
+
+    df = load_rows(results)
+    paths = make(name, df, tmp_path)
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 5000 for p in paths)
+    fig = FIGURES[name](df if name == "budget_sweep" else df[df.budget == 60])
+    for ax in fig.axes:
+        assert ax.get_ylabel() and ax.get_title() and ax.get_xticks().size
+    if name == "figure1":
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert any("spine" in x for x in labels) and any("branch" in x for x in labels)
+        assert len(fig.axes[0].patches) == 2 * 2  # spine + branch bar per (model, benchmark)
+    if name == "budget_sweep":
+        ax = fig.axes[0]
+        assert ax.get_xlabel().startswith("budget B")
+        goose = next(x for x in ax.get_lines() if x.get_label() == "goose")
+        assert list(goose.get_xdata()) == [16, 60]
+    plt.close("all")
+
+
+def test_notebook_executes_headless(results, tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "analysis" / "notebooks" / "figures.ipynb", as_version=4)
+    os.environ["GOOSE_RESULTS"] = str(results)
+    os.environ["GOOSE_ARTIFACTS"] = str(tmp_path)
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    finally:
+        os.environ.pop("GOOSE_RESULTS")
+        os.environ.pop("GOOSE_ARTIFACTS")
+    assert (tmp_path / "figure1.png").exists()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
