@@ -43,8 +43,10 @@ def test_every_method_matches_hf_greedy(smollm2):
     model, tok, stops = smollm2
     engine = Engine(model)
     prompts = load_prompts("humaneval")[:1] + load_prompts("gsm8k")[:1] + load_prompts("mt_bench")[:1]
+    build(tok, "smollm2-135m", "stdlib", tmp_path / "ds", 40, 200_000)
     drafters = [GooseDrafter(**a) for a in ABLATIONS] + [PromptLookupDrafter(), TokenRecyclingDrafter(),
-                                                         BalancedTreeDrafter(3), BalancedTreeDrafter(5)]
+                                                         BalancedTreeDrafter(3), BalancedTreeDrafter(5),
+                                                         LookaheadDrafter(), RestDrafter(str(tmp_path / "ds"))]
     for p in prompts:
         ids = tok(p.text).input_ids
         ref = hf_greedy(model, ids, 48, stops)

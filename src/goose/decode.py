@@ -35,6 +35,9 @@ class Drafter:
         """Per-prompt counters for the results row (plain numbers)."""
         return {}
 
+    def check_tokenizer(self, fingerprint: str) -> None:
+        """Drafters with token data of their own (a datastore) refuse another vocabulary."""
+
 
 @dataclass
 class Generation:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -162,6 +163,12 @@ def load_model(cfg, device: str = "auto", dtype: str = "auto"):
         model.to(dev)
     model.eval()
     return model, tok, dev, dt
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """Identifies a vocabulary: datastores built with one tokenizer refuse another."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    return hashlib.sha1(json.dumps(vocab).encode()).hexdigest()[:16]
 
 
 def stop_ids(tokenizer, model) -> frozenset[int]:

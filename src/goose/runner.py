@@ -18,7 +18,7 @@ from goose.decode import Drafter, Generation, generate
 from goose.engine import Engine
 from goose.errors import GooseError
 from goose.metrics import first_divergence, summarize
-from goose.models import load_model, stop_ids
+from goose.models import load_model, stop_ids, tokenizer_fingerprint
 from goose.results import ReferenceStore, ResultsFile
 
 # Keys that change which prompts run or where output goes, not what a row contains.
@@ -189,6 +189,7 @@ def load_engine(cfg: DictConfig, drafter: Drafter):
     torch.manual_seed(cfg.seed)
     model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype)
     engine = Engine(model, profile=cfg.profile)
+    drafter.check_tokenizer(tokenizer_fingerprint(tok))
     if cfg.budget == "auto":
         if not hasattr(drafter, "enable_auto_budget"):
             raise GooseError(f"budget=auto needs a tree drafter (goose, tr, iso3, iso5, pld); not '{cfg.method.name}'.")

@@ -1,0 +1,236 @@
+"""REST: retrieval-based drafts from a datastore (a suffix array over a tokenized corpus).
+
+Query with the last 16 down to 2 tokens; for the longest span that occurs, gather the
+continuations (10 tokens) of its occurrences, count every continuation prefix, keep the
+top prefixes by count (ties: shorter, then smaller ids) as a trie, verify the trie.
+
+Build a datastore once, with the target model's tokenizer:
+    python -m baselines.rest build --model smollm2-135m                 # offline default: Python stdlib sources
+    python -m baselines.rest build --model smollm2-135m --corpus DIR    # a local folder of text/code files
+    python -m baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from goose.errors import GooseError
+from goose.models import tokenizer_fingerprint
+from goose.tree import SPINE, HarvestingDrafter, TreeNodes
+
+SEP = -1  # between documents: no continuation crosses it
+
+
+def suffix_array(tokens: np.ndarray) -> np.ndarray:
+    """Prefix doubling with numpy sorts: O(n log^2 n), fine for tens of millions of tokens."""
+    n = len(tokens)
+    rank = np.unique(tokens, return_inverse=True)[1].astype(np.int64)
+    sa = np.arange(n, dtype=np.int64)
+    k = 1
+    while k < n:
+        second = np.full(n, -1, dtype=np.int64)
+        second[: n - k] = rank[k:]
+        sa = np.lexsort((second, rank))
+        key_r, key_s = rank[sa], second[sa]
+        change = np.empty(n, dtype=np.int64)
+        change[0] = 0
+        change[1:] = (key_r[1:] != key_r[:-1]) | (key_s[1:] != key_s[:-1])
+        new = np.empty(n, dtype=np.int64)
+        new[sa] = np.cumsum(change)
+        rank = new
+        if rank.max() == n - 1:
+            return sa
+        k *= 2
+    return sa
+
+
+class Datastore:
+    def __init__(self, folder: str | Path):
+        folder = Path(os.path.expanduser(str(folder)))
+        meta = folder / "meta.json"
+        if not meta.is_file():
+            raise GooseError(
+                f"no REST datastore at {folder}. Build one with the target model's tokenizer: "
+                f"python -m baselines.rest build --model MODEL --out {folder}"
+            )
+        self.folder = folder
+        self.meta = json.loads(meta.read_text())
+        self.tokens = np.load(folder / "tokens.npy", mmap_mode="r")
+        self.sa = np.load(folder / "sa.npy", mmap_mode="r")
+
+    def _bound(self, query: list[int], upper: bool) -> int:
+        """First suffix-array index whose suffix is > query (upper) or >= query (lower), on len(query) tokens."""
+        q = np.asarray(query, dtype=self.tokens.dtype)
+        m = len(q)
+        lo, hi = 0, len(self.sa)
+        toks = self.tokens
+        while lo < hi:
+            mid = (lo + hi) // 2
+            s = int(self.sa[mid])
+            seg = toks[s : s + m]
+            diff = np.nonzero(seg != q[: len(seg)])[0]
+            if diff.size:
+                less = seg[diff[0]] < q[diff[0]]
+            else:
+                less = len(seg) < m or upper  # equal on m tokens: before the query only when looking for >
+            if less:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def continuations(self, query: list[int], length: int, max_matches: int) -> list[tuple[int, ...]]:
+        lo = self._bound(query, upper=False)
+        hi = self._bound(query, upper=True)
+        out = []
+        for i in range(lo, min(hi, lo + max_matches)):
+            start = int(self.sa[i]) + len(query)
+            seg = self.tokens[start : start + length].tolist()
+            if SEP in seg:
+                seg = seg[: seg.index(SEP)]
+            if seg:
+                out.append(tuple(seg))
+        return out
+
+
+def draft_trie(conts: list[tuple[int, ...]], nodes: int) -> list[tuple[int, ...]]:
+    """The `nodes` most frequent continuation prefixes (ancestor-closed: a prefix counts >= its extensions)."""
+    counts: Counter = Counter()
+    for c in conts:
+        for j in range(1, len(c) + 1):
+            counts[c[:j]] += 1
+    ranked = sorted(counts, key=lambda p: (-counts[p], len(p), p))
+    return ranked[:nodes]
+
+
+class RestDrafter(HarvestingDrafter):
+    name = "rest"
+
+    def __init__(self, datastore: str, budget: int | str = 64, max_span: int = 16, min_span: int = 2,
+                 continuation: int = 10, max_matches: int = 5000):
+        super().__init__(k=0, prefill_harvest=False)
+        self.store = Datastore(datastore)
+        self.nodes_max = 64 if budget == "auto" else int(budget) - 1
+        self.max_span, self.min_span = max_span, min_span
+        self.continuation, self.max_matches = continuation, max_matches
+
+    def check_tokenizer(self, fingerprint: str) -> None:
+        built = self.store.meta.get("tokenizer_fingerprint")
+        if built != fingerprint:
+            raise GooseError(
+                f"REST datastore {self.store.folder} was built with tokenizer {self.store.meta.get('tokenizer')} "
+                f"({built}); this model's tokenizer differs ({fingerprint}). Rebuild it with --model for this model."
+            )
+
+    def propose(self, context: list[int]):
+        self._root_prev = None
+        nodes = TreeNodes(context[-1])
+        for span in range(min(self.max_span, len(context)), self.min_span - 1, -1):
+            conts = self.store.continuations(context[-span:], self.continuation, self.max_matches)
+            if conts:
+                where = {(): 0}
+                for p in sorted(draft_trie(conts, self.nodes_max), key=lambda p: (len(p), p)):
+                    where[p] = nodes.add(where[p[:-1]], p[-1], SPINE)
+                break
+        self.route = "branch_tree" if len(nodes) > 1 else "ar"
+        return self.finish(nodes)
+
+
+# --- building a datastore ------------------------------------------------------------------
+def corpus_texts(corpus: str, max_files: int | None):
+    """Yield documents: 'stdlib' (this Python's own library sources), a local folder, or hf:DATASET_ID."""
+    if corpus == "stdlib":
+        import sysconfig
+
+        root = Path(sysconfig.get_paths()["stdlib"])
+        files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts and "test" not in p.parts)
+    elif corpus.startswith("hf:"):
+        from datasets import load_dataset
+
+        ds = load_dataset(corpus[3:], split="train", streaming=True)
+        for n, row in enumerate(ds):
+            if max_files and n >= max_files:
+                return
+            text = row.get("text") or row.get("content") or "\n".join(
+                m if isinstance(m, str) else m.get("content", "") for m in row.get("data", row.get("messages", [])))
+            yield text
+        return
+    else:
+        root = Path(os.path.expanduser(corpus))
+        if not root.is_dir():
+            raise GooseError(f"corpus '{corpus}' is not a folder, 'stdlib', or hf:DATASET_ID")
+        exts = {".py", ".txt", ".md", ".c", ".h", ".js", ".ts", ".java", ".rs", ".go", ".json", ".rst"}
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in exts)
+    for p in files[:max_files]:
+        try:
+            yield p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+
+
+def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int | None, max_tokens: int) -> dict:
+    t0 = time.time()
+    parts, total, docs = [], 0, 0
+    for text in corpus_texts(corpus, max_files):
+        ids = tokenizer(text, add_special_tokens=False).input_ids
+        parts.append(np.asarray(ids + [SEP], dtype=np.int32))
+        total += len(ids) + 1
+        docs += 1
+        if total >= max_tokens:
+            break
+    if not parts:
+        raise GooseError(f"corpus '{corpus}' yielded no documents")
+    tokens = np.concatenate(parts)[:max_tokens]
+    sa = suffix_array(tokens)
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / "tokens.npy", tokens)
+    np.save(out / "sa.npy", sa)
+    meta = {"corpus": corpus, "tokenizer": tokenizer_name, "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer),
+            "tokens": int(len(tokens)), "documents": docs, "build_s": round(time.time() - t0, 1)}
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m baselines.rest", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="tokenize a corpus with the model's tokenizer and index it")
+    b.add_argument("--model", default="smollm2-135m", help="a conf/model name (its tokenizer is used)")
+    b.add_argument("--model-path", default=None, help="for --model gguf/hf: the local path")
+    b.add_argument("--corpus", default="stdlib")
+    b.add_argument("--out", default=None, help="default: ~/.cache/goose/datastores/<model>-<corpus>")
+    b.add_argument("--max-files", type=int, default=None)
+    b.add_argument("--max-tokens", type=int, default=20_000_000)
+    args = ap.parse_args(argv)
+    from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
+
+    from goose.models import cache_root, model_folder
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = OmegaConf.load(root / "conf" / "model" / f"{args.model}.yaml")
+    if args.model_path:
+        cfg.path = args.model_path
+    try:
+        tok = AutoTokenizer.from_pretrained(model_folder(cfg))
+        corpus_name = args.corpus.replace("/", "_").replace(":", "_").strip("_")
+        out = Path(args.out) if args.out else cache_root() / "datastores" / f"{cfg.name}-{corpus_name}"
+        meta = build(tok, cfg.name, args.corpus, out, args.max_files, args.max_tokens)
+    except GooseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"datastore {out}: {meta['tokens']:,} tokens from {meta['documents']} documents ({meta['build_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

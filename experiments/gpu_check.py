@@ -1,0 +1,103 @@
+"""GPU check (run by hand on a machine with a CUDA device; never in CI).
+
+For SmolLM2 (the one model such a machine can load without network), in fp32 and fp16:
+every method's tokens against Hugging Face greedy in the same dtype (fp32: must be
+identical; fp16: token match rate and first divergence, since near-ties may flip), and
+its tokens/s over our AR. About 3 minutes on one modern GPU.
+
+    python experiments/gpu_check.py [--n-prompts 3] [--max-new-tokens 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from goose.benchmarks import load_prompts  # noqa: E402
+from goose.budget import AutoBudget  # noqa: E402
+from goose.engine import Engine  # noqa: E402
+from goose.metrics import first_divergence  # noqa: E402
+from goose.models import load_model, stop_ids  # noqa: E402
+from goose.runner import cost_curve, hf_greedy  # noqa: E402
+
+
+def methods(curve):
+    from baselines.balanced_tree import BalancedTreeDrafter
+    from baselines.pld import PromptLookupDrafter
+    from baselines.token_recycling import TokenRecyclingDrafter
+    from goose.decode import Drafter
+    from goose.spine_tree import GooseDrafter
+
+    auto = GooseDrafter(budget="auto")
+    auto.enable_auto_budget(AutoBudget(curve))
+    return {"ar": Drafter(), "pld": PromptLookupDrafter(), "tr": TokenRecyclingDrafter(),
+            "iso3": BalancedTreeDrafter(3), "iso5": BalancedTreeDrafter(5), "goose": GooseDrafter(budget=60),
+            "goose-auto": auto}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n-prompts", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("error: no CUDA device; this check is for a GPU machine (CPU losslessness is in `make test`).")
+        return 2
+    from goose.decode import generate
+
+    cfg = OmegaConf.load(ROOT / "conf" / "model" / "smollm2-135m.yaml")
+    texts = [p.text for b in ("humaneval", "gsm8k", "mt_bench") for p in load_prompts(b)[: args.n_prompts]]
+    print(f"{torch.cuda.get_device_name()}: {len(texts)} prompts x {args.max_new_tokens} tokens")
+    failed = False
+    for dtype in ("float32", "float16"):
+        model, tok, device, dt = load_model(cfg, "cuda", dtype)
+        stops = stop_ids(tok, model)
+        engine = Engine(model)
+        prompts = [tok(t).input_ids for t in texts]
+        refs = [hf_greedy(model, ids, args.max_new_tokens, stops) for ids in prompts]
+        curve = cost_curve(engine, cfg.name, device, dt)
+        print(f"\n{dtype}: cost(T)/cost(1) = " + ", ".join(f"T={w}: {s / curve.seconds[0]:.2f}"
+                                                         for w, s in zip(curve.widths, curve.seconds)))
+        print("| method | tau | tokens/s | x AR | identical prompts | token match | first divergence |")
+        print("|---|---|---|---|---|---|---|")
+        ar_tps = None
+        for name, d in methods(curve).items():
+            generate(engine, prompts[0], d, 16, stops)  # warm-up
+            toks = steps = same = match = 0
+            secs = 0.0
+            divs = []
+            for ids, ref in zip(prompts, refs):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                g = generate(engine, ids, d, args.max_new_tokens, stops)
+                secs += time.perf_counter() - t0
+                toks, steps = toks + len(g.tokens), steps + g.steps
+                div = first_divergence(g.tokens, ref)
+                same += div is None
+                n = len(ref) if div is None else div
+                match += n
+                if div is not None:
+                    divs.append(div)
+            tps = toks / secs
+            ar_tps = ar_tps or tps
+            rate = match / sum(len(r) for r in refs)
+            print(f"| {name} | {toks / steps:.2f} | {tps:.1f} | {tps / ar_tps:.2f} | {same}/{len(prompts)} | "
+                  f"{rate:.3f} | {min(divs) if divs else '-'} |", flush=True)
+            if dtype == "float32" and same != len(prompts):
+                failed = True
+        del model, engine
+        torch.cuda.empty_cache()
+    print("\nfp32 lossless for every method:", "NO" if failed else "yes")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
