@@ -28,11 +28,13 @@ def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
     assert sum(int(x["new_tokens"]) for x in got) > sum(int(x["steps"]) for x in got)  # tau > 1
 
 
-def test_every_method_matches_hf_greedy(smollm2):
+def test_every_method_matches_hf_greedy(smollm2, tmp_path):
     from test_drafters import ABLATIONS
 
     from baselines.balanced_tree import BalancedTreeDrafter
+    from baselines.lookahead import LookaheadDrafter
     from baselines.pld import PromptLookupDrafter
+    from baselines.rest import RestDrafter, build
     from baselines.token_recycling import TokenRecyclingDrafter
     from goose.benchmarks import load_prompts
     from goose.decode import generate
