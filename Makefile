@@ -1,7 +1,7 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-fast lint bench bench-ar gpu-check reproduce-all clean
+.PHONY: install demo test test-fast lint bench gpu-check reproduce-all clean
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
 # with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
@@ -30,10 +30,6 @@ test-fast:
 
 lint:
 	$(PYTHON) -m ruff check .
-
-# Our AR engine vs Hugging Face generate, same prompts, one run.
-bench-ar:
-	$(PYTHON) experiments/bench_ar.py
 
 reproduce-%:
 	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"

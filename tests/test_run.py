@@ -104,3 +104,16 @@ def test_hub_model_without_weights_fails_fast(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 2
     assert "vicuna-7b" in r.stderr and "model=hf model.path" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_trace_jsonl_per_step(tiny_folder, prompt_file, tmp_path):
+    r = run_py("model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
+               f"benchmark.path={prompt_file}", "max_new_tokens=16", "n_prompts=1", "trace=true",
+               f"results_dir={tmp_path}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = tmp_path / "hf" / "jsonl" / "goose" / "B60-N16"
+    steps = [json.loads(x) for x in (run / "trace.jsonl").read_text().splitlines()]
+    row = rows(run / "results.csv")[0]
+    assert len(steps) == int(row["steps"]) - 1  # one line per verification (prefill excluded)
+    assert {"route", "size", "spine", "spine_accepted", "branch", "branch_accepted", "continuation"} <= set(steps[0])
+    assert sum(s["accepted"] for s in steps) + len(steps) + 1 >= int(row["new_tokens"])

@@ -22,7 +22,7 @@ from goose.models import load_model, stop_ids, tokenizer_fingerprint
 from goose.results import ReferenceStore, ResultsFile
 
 # Keys that change which prompts run or where output goes, not what a row contains.
-NOT_HASHED = ("n_prompts", "results_dir", "logging", "prompt", "warmup", "profile", "data_dir")
+NOT_HASHED = ("n_prompts", "results_dir", "logging", "prompt", "warmup", "profile", "data_dir", "trace")
 
 
 def validate(cfg: DictConfig) -> None:
@@ -255,7 +255,12 @@ def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: Result
                 ar = timed(engine, ids, Drafter(), cfg, stops)
                 ref = {"tokens": ar.tokens, "tokens_per_s": ar.tokens_per_s, "wall_s": ar.wall_s}
                 refs.put(rid, ref)
+            if cfg.trace and hasattr(drafter, "trace"):
+                drafter.trace = []
             gen = timed(engine, ids, drafter, cfg, stops)
+            if cfg.trace and getattr(drafter, "trace", None) is not None:
+                write_trace(run_dir / "trace.jsonl", rid, drafter.trace)
+                drafter.trace = None
             if is_ar:
                 # Comparing AR with itself proves nothing: check it against HF generate instead.
                 ref = {"tokens": gen.tokens, "tokens_per_s": gen.tokens_per_s, "wall_s": gen.wall_s}
@@ -271,6 +276,12 @@ def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: Result
             history.append((text, tok.decode(gen.tokens, skip_special_tokens=True)))
     rows = [r for r in results.rows() if r.get("config_hash") == chash]
     tracker.finish(summarize(rows), logged)
+
+
+def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        for i, step in enumerate(steps):
+            f.write(json.dumps({"prompt_id": prompt_id, "step": i, **step}) + "\n")
 
 
 def run_name(cfg: DictConfig) -> str:
