@@ -107,3 +107,15 @@ def test_experiment_configs_compose(exp, profile):
                         "--package", "hydra.sweeper"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "method:" in r.stdout
+
+
+def test_reproduce_paper_profile_without_gpu_fails_at_once():
+    import shutil
+
+    import torch
+
+    if torch.cuda.is_available() or not shutil.which("make"):
+        pytest.skip("needs a machine without CUDA, with make")
+    r = subprocess.run(["make", "-s", "reproduce-table2", "PROFILE=paper"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "PROFILE=paper needs a CUDA GPU" in r.stderr + r.stdout
