@@ -62,8 +62,8 @@ class AcceptanceModel:
 
     @staticmethod
     def key(nodes: TreeNodes, i: int) -> tuple:
-        if nodes.source[i] == SPINE:
-            return ("s", min(nodes.depth[i], 8))
+        if nodes.source[i] == SPINE:  # score: the chain's confidence (GOOSE) or 1.0
+            return ("s", score_bucket(nodes.score[i]), min(nodes.depth[i], 4))
         return ("b", score_bucket(nodes.score[i]))
 
     def prior(self, key: tuple) -> float:

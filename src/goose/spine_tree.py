@@ -37,14 +37,16 @@ def successors(table, prev: int | None, token: int, min_score: float):
 
 
 def build_spine_tree(
-    root: int, root_prev: int | None, spine: list[int], budget: int, table, p: SpineTreeParams
+    root: int, root_prev: int | None, spine: list[int], budget: int, table, p: SpineTreeParams, confidence: float = 1.0
 ) -> TreeNodes:
-    """Lay `spine` under the root, then spend the rest of `budget` on adjacency branches."""
+    """Lay `spine` under the root, then spend the rest of `budget` on adjacency branches.
+
+    Spine nodes carry the chain's confidence as their score (what budget=auto calibrates)."""
     nodes = TreeNodes(root)
     L = len(spine)
     prev = root_prev
     for i, t in enumerate(spine):
-        nodes.add(i, t, SPINE)
+        nodes.add(i, t, SPINE, confidence)
     branch_budget = max(0, budget - 1 - L)
     if L > 0 and p.spine_branches:
         spine_share = min(branch_budget, max(1, math.floor(branch_budget * p.rho)))
@@ -176,16 +178,17 @@ class GooseDrafter(HarvestingDrafter):
                 chain = self.extend_chain(context, chain, c)
             if c >= 1.0:
                 self.route = "bypass"  # full confidence: the whole budget is spine, a pure chain
-                nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p)
+                nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p, c)
             else:
                 budget = p.budget + math.floor(c * p.extension)
                 r = self.tier() + c * (1 - self.tier())
                 spine = chain[: min(len(chain), math.floor(budget * r), budget - 1)]
                 self.route = "spine_tree" if spine else "branch_tree"
-                nodes = build_spine_tree(root, self._root_prev, spine, budget, self.table, p)
+                nodes = build_spine_tree(root, self._root_prev, spine, budget, self.table, p, c)
         elif chain:
             self.route = "chain"
-            nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p)
+            c = confidence(len(chain), m.consensus, self.long_match) if self.use_confidence else 0.0
+            nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p, c)
         else:
             self.route = "ar"
             nodes = TreeNodes(root)
