@@ -34,6 +34,12 @@ def load_rows(root: str | Path) -> pd.DataFrame:
         raise SystemExit(f"no results.csv under {root}: run the experiment first")
     df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     df["lossless"] = df["lossless"].astype(str).eq("True")
+    # A run folder rerun under a changed config keeps both sets of rows: count each prompt once (the latest).
+    key = [c for c in ("model", "benchmark", "method", "budget", "max_new_tokens", "prompt_id") if c in df]
+    before = len(df)
+    df = df.drop_duplicates(key, keep="last").reset_index(drop=True)
+    if len(df) < before:
+        print(f"[analysis] {before - len(df)} repeated row(s) for the same prompt and settings: kept the latest")
     return df
 
 

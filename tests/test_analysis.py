@@ -110,3 +110,17 @@ def test_notebook_executes_headless(results, tmp_path):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_rows_rerun_under_a_new_config_are_counted_once(results, tmp_path):
+    import shutil
+
+    copy = tmp_path / "r"
+    shutil.copytree(results, copy)
+    f = ResultsFile(copy / "smollm2-135m" / "gsm8k" / "goose" / "B60-N128" / "results.csv")
+    first = f.rows()[0]
+    f.append({**first, "steps": 1})  # the same prompt again, as after a config change
+    df = load_rows(copy)
+    assert len(df) == len(load_rows(results))
+    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.prompt_id == int(first["prompt_id"]))]
+    assert sel.steps.tolist() == [1]
