@@ -122,5 +122,5 @@ def test_rows_rerun_under_a_new_config_are_counted_once(results, tmp_path):
     f.append({**first, "steps": 1})  # the same prompt again, as after a config change
     df = load_rows(copy)
     assert len(df) == len(load_rows(results))
-    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.prompt_id == int(first["prompt_id"]))]
+    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.budget == 60) & (df.prompt_id == 0)]
     assert sel.steps.tolist() == [1]
