@@ -158,8 +158,9 @@ class GooseDrafter(HarvestingDrafter):
         """Keep matching from the end of context + chain until floor(100 c) tokens."""
         target = math.floor(self.max_extended_chain * c)
         certain = c >= 1.0
+        tail = max(self.matcher.sizes)
         while len(chain) < target:
-            m = self.matcher.match(context[-8:] + chain)
+            m = self.matcher.match(context[-tail:] + chain)
             if not m.chain or (certain and not m.consensus):
                 break
             chain = chain + m.chain
@@ -172,8 +173,8 @@ class GooseDrafter(HarvestingDrafter):
         m: Match = self.matcher.match() if self.context_spine else Match([])
         chain = m.chain
         p = self.params
+        c = confidence(len(chain), m.consensus, self.long_match) if self.use_confidence else 0.0
         if self.table.lookup(self._root_prev, root) is not None:
-            c = confidence(len(chain), m.consensus, self.long_match) if self.use_confidence else 0.0
             if c > self.extend_above:
                 chain = self.extend_chain(context, chain, c)
             if c >= 1.0:
@@ -187,7 +188,6 @@ class GooseDrafter(HarvestingDrafter):
                 nodes = build_spine_tree(root, self._root_prev, spine, budget, self.table, p, c)
         elif chain:
             self.route = "chain"
-            c = confidence(len(chain), m.consensus, self.long_match) if self.use_confidence else 0.0
             nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p, c)
         else:
             self.route = "ar"
