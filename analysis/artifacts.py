@@ -22,6 +22,7 @@ from analysis.paper import (  # noqa: E402
     TABLE1_MACRO_GAIN_PCT,
     TABLE1_TAU,
 )
+from goose.metrics import summarize  # noqa: E402
 
 ABLATIONS = {
     "goose-no-spine-branches": "no spine branches (rho = 0)",
@@ -50,13 +51,8 @@ def load_rows(root: str | Path) -> pd.DataFrame:
 
 
 def pooled(g: pd.DataFrame) -> dict:
-    out = {
-        "prompts": len(g),
-        "tau": g.new_tokens.sum() / g.steps.sum(),
-        "speedup": (g.new_tokens / g.ar_tokens_per_s).sum() / g.wall_s.sum(),
-        "tokens_per_s": g.new_tokens.sum() / g.wall_s.sum(),
-        "lossless": int(g.lossless.sum()),
-    }
+    s = summarize(g.to_dict("records"))  # the same pooling as the run summaries
+    out = {k: s[k] for k in ("prompts", "tau", "speedup", "tokens_per_s", "lossless")}
     for src in ("spine", "branch"):
         if f"{src}_drafted" in g:
             d = g[f"{src}_drafted"].sum()

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 import torch
 
-from goose.engine import Draft
+from goose.engine import Draft, ancestor_matrix
 from goose.tree import SPINE, HarvestingDrafter, TreeNodes
 
 
@@ -101,8 +101,6 @@ class LookaheadDrafter(HarvestingDrafter):
         T = len(trie) + n_win
         vis = torch.zeros(T, T, dtype=torch.bool)
         n_trie = len(trie)
-        from goose.engine import ancestor_matrix
-
         vis[:n_trie, :n_trie] = ancestor_matrix(trie.parents, torch.device("cpu"))
         vis[n_trie:, 0] = True
         vis[n_trie:, n_trie:] = win_vis[1:, 1:]

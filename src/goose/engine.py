@@ -10,7 +10,7 @@ The engine knows nothing about how a draft was made.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -57,7 +57,7 @@ class Verification:
     topk_scores: torch.Tensor | None = None
     width: int = 1
     forward_s: float = 0.0
-    overhead_s: float = field(default=0.0)
+    overhead_s: float = 0.0
 
 
 def check_supported(config) -> None:

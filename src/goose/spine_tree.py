@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from goose.context_match import ContextMatcher, Match, confidence
-from goose.engine import Draft
+from goose.engine import Draft, ancestor_matrix
 from goose.tree import BRANCH, SPINE, HarvestingDrafter, TreeNodes
 
 
@@ -203,8 +203,6 @@ class GooseDrafter(HarvestingDrafter):
     def _no_continuation_draft(self, nodes: TreeNodes) -> Draft:
         """Ablation: branches off spine nodes stay in the forward but the walk cannot enter
         them, so the walk stops where the spine breaks."""
-        from goose.engine import ancestor_matrix
-
         walk_parents = list(nodes.parents)
         for i in range(1, len(nodes)):
             par = nodes.parents[i]

@@ -56,8 +56,6 @@ class HarvestingDrafter(Drafter):
     """Base for drafters fed by an adjacency table: harvests prefill (optionally) and every
     verified node, and keeps per-prompt acceptance counters by source and depth."""
 
-    topk = 10
-
     def __init__(self, k: int = 10, bigram: bool = True, prefill_harvest: bool = True, keep_table: bool = False):
         self.topk = k
         self.harvest_prefill = prefill_harvest
