@@ -8,6 +8,12 @@ Build a datastore once, with the target model's tokenizer:
     python -m baselines.rest build --model smollm2-135m                 # offline default: Python stdlib sources
     python -m baselines.rest build --model smollm2-135m --corpus DIR    # a local folder of text/code files
     python -m baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
+
+Why not REST's own retriever (PyPI `draftretriever` 0.1.1): on the same 3M-token corpus its
+drafts differ from this specification. A 3-token query returned continuations that in the
+corpus follow only the query's last 2 tokens; two runs of one query can return different
+tries (prefixes with equal counts are cut in hash-map order); a 1-token query panics.
+Drafts here are a pure function of the datastore and the context, so runs repeat exactly.
 """
 
 from __future__ import annotations

@@ -158,3 +158,43 @@ def test_greedy_from_topk_breaks_ties_like_argmax():
     logits = torch.tensor([[0.0, 3.0, 3.0, 1.0], [5.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
     s, i = logits.topk(2, dim=-1)
     assert greedy_from_topk(logits, i, s) == logits.argmax(-1).tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize("shape,k", [((60, 49152), 10), ((7, 1000), 2), ((3, 4099), 10), ((1, 300), 10)])
+def test_topk_rows_equals_topk(shape, k):
+    from goose.engine import topk_rows
+
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(shape[1]))
+    values, ids = topk_rows(x, k)
+    ref_values, ref_ids = x.topk(k, dim=-1)
+    assert torch.equal(values, ref_values) and torch.equal(ids, ref_ids)
+
+
+def test_topk_rows_with_ties_keeps_the_top_values():
+    from goose.engine import greedy_rows, topk_rows
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 6, (20, 5000), generator=g).float()  # thousands of ties per value
+    x[3, 4321] = 9.0
+    x[4, [17, 4000, 4999]] = 9.0  # the maximum three times, in three blocks, last in the tail
+    values, ids = topk_rows(x, 10)
+    assert torch.equal(values, x.topk(10, dim=-1).values)
+    assert torch.equal(x.gather(1, ids), values)  # each id points at its value
+    assert all(len(set(row)) == 10 for row in ids.tolist())
+    pred, s, i = greedy_rows(x, 10)
+    assert pred == x.argmax(-1).tolist()  # first index among ties, as greedy decoding
+    assert pred[3] == 4321 and pred[4] == 17 and torch.equal(s, values)
+    assert greedy_rows(x, 0) == (x.argmax(-1).tolist(), None, None)
+
+
+def test_block_topk_path_is_lossless(tiny, prompts, monkeypatch):
+    """The tiny vocabulary (260) is too small for topk_rows' blocks; shrink them to run that path."""
+    import goose.engine
+    from baselines.pld import PromptLookupDrafter
+    from goose.spine_tree import GooseDrafter
+
+    monkeypatch.setattr(goose.engine, "TOPK_BLOCK", 6)  # 43 blocks and a ragged tail of 2
+    for drafter in (GooseDrafter(budget=60), PromptLookupDrafter()):
+        engine = Engine(tiny)
+        for prompt in prompts:
+            assert generate(engine, prompt, drafter, 40).tokens == hf_greedy(tiny, prompt, 40)

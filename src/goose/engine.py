@@ -126,6 +126,37 @@ def greedy_walk(parents: list[int], tokens: list[int], pred: list[int]) -> list[
             return path
 
 
+TOPK_BLOCK = 64  # columns per block in topk_rows; 64 was fastest for 60 x 49k on 2 CPU cores
+
+
+def topk_rows(x: torch.Tensor, k: int, block: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-k of each row of a [T, V] tensor: (values, indices), best first.
+
+    On CPU, `Tensor.topk` over a 49k vocabulary copies every row into (value, index)
+    pairs; here one vectorised max per block of `block` columns picks the k blocks with the
+    largest maxima, and only those k * block candidates are ranked. The k largest values
+    always lie in those blocks: the chosen blocks hold k values >= the smallest chosen
+    maximum, and no skipped block holds a value above it. Like `topk`, the order among
+    equal values is unspecified (see `greedy_from_topk`). About 5x faster than `topk` for
+    60 x 49k on CPU; GPUs keep `topk`.
+    """
+    block = block or TOPK_BLOCK
+    T, V = x.shape
+    n = V // block
+    if x.device.type != "cpu" or n < 4 * k:
+        return x.topk(k, dim=-1)
+    blocks = x[:, : n * block].view(T, n, block)
+    _, chosen = blocks.amax(-1).topk(k, dim=-1)  # [T, k] block numbers
+    cand = blocks.gather(1, chosen.unsqueeze(-1).expand(T, k, block)).view(T, k * block)
+    where = (chosen.unsqueeze(-1) * block + torch.arange(block, device=x.device)).view(T, k * block)
+    if n * block < V:  # the ragged tail is always a candidate
+        cand = torch.cat([cand, x[:, n * block :]], dim=1)
+        tail = torch.arange(n * block, V, device=x.device).expand(T, V - n * block)
+        where = torch.cat([where, tail], dim=1)
+    values, j = cand.topk(k, dim=-1)
+    return values, where.gather(1, j)
+
+
 def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tensor) -> list[int]:
     """The argmax of each row, read off its top-k (one pass over the vocabulary instead of two).
 
@@ -138,6 +169,21 @@ def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tens
         if bool(tied.any()):
             pred = torch.where(tied, logits.argmax(-1), pred)
     return pred.tolist()
+
+
+def greedy_rows(logits: torch.Tensor, topk: int) -> tuple[list[int], torch.Tensor | None, torch.Tensor | None]:
+    """Each row's argmax, plus its top-k (values, ids) when topk > 0.
+
+    A wide argmax is slower on CPU than `topk_rows` with k = 2 and a tie check, so every
+    multi-row verification goes through `topk_rows`.
+    """
+    if topk == 0 and logits.shape[0] == 1:
+        return logits.argmax(-1).tolist(), None, None
+    scores, ids = topk_rows(logits.float(), max(topk, 2))
+    pred = greedy_from_topk(logits, ids, scores)
+    if topk == 0:
+        return pred, None, None
+    return pred, scores[:, :topk], ids[:, :topk]
 
 
 def _sync(device: torch.device) -> None:
@@ -186,7 +232,7 @@ class Engine:
         bonus = int(logits[-1].argmax())
         res = Verification(path=[0], bonus=bonus, width=len(prompt))
         if topk:
-            res.topk_scores, res.topk_ids = logits.float().topk(topk, dim=-1)
+            res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
         return res
 
     @torch.inference_mode()
@@ -213,11 +259,7 @@ class Engine:
             _sync(dev)
             t2 = time.perf_counter()
         res = Verification(path=[0], bonus=0, width=T)
-        if topk:
-            res.topk_scores, res.topk_ids = logits.float().topk(topk, dim=-1)
-            pred = greedy_from_topk(logits, res.topk_ids, res.topk_scores)
-        else:
-            pred = logits.argmax(-1).tolist()
+        pred, res.topk_scores, res.topk_ids = greedy_rows(logits, topk)
         res.path = greedy_walk(draft.parents, draft.tokens, pred)
         res.bonus = pred[res.path[-1]]
         self._compact(P, T, res.path)
@@ -256,13 +298,15 @@ class Engine:
         """Move the accepted nodes' keys/values to P..P+n-1 and crop the rest: O(n)."""
         n = len(path)
         if path[-1] != n - 1:  # not a prefix of the draft: gather per layer, per device
+            start = next(i for i, node in enumerate(path) if node != i)  # nodes before it are in place
+            moved = path[start:]
             index: dict[torch.device, torch.Tensor] = {}
             for layer in self.cache.layers:
                 dev = layer.keys.device
                 if dev not in index:
-                    index[dev] = torch.tensor(path, device=dev) + P
+                    index[dev] = torch.tensor(moved, device=dev) + P
                 src = index[dev]
-                layer.keys[..., P : P + n, :] = layer.keys.index_select(-2, src)
-                layer.values[..., P : P + n, :] = layer.values.index_select(-2, src)
+                layer.keys[..., P + start : P + n, :] = layer.keys.index_select(-2, src)
+                layer.values[..., P + start : P + n, :] = layer.values.index_select(-2, src)
         if T > n:
             self.cache.crop(-(T - n))
