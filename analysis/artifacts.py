@@ -109,19 +109,32 @@ def table2(df: pd.DataFrame) -> pd.DataFrame:
     return t[cols]
 
 
+METHOD_ORDER = ["ar", "pld", "tr", "lookahead", "rest", "iso3", "iso5", "goose"]  # then ablations, others
+
+
 def all_methods(df: pd.DataFrame) -> pd.DataFrame:
+    """tau and speedup of every method, per benchmark and pooled ("all"), one row per model and method."""
     t = pd.concat([by(df, ["model", "method", "benchmark"]), by(df, ["model", "method"]).assign(benchmark="all")])
-    return t.pivot_table(index=["model", "method"], columns="benchmark", values=["tau", "speedup"]).round(3)
+    wide = t.pivot_table(index=["model", "method"], columns="benchmark", values=["tau", "speedup"])
+    benches = [b for b in wide.columns.get_level_values(1).unique() if b != "all"] + ["all"]
+    wide = wide[[(v, b) for v in ("tau", "speedup") for b in benches]]
+    wide.columns = [f"{v} {b}" for v, b in wide.columns]
+    wide = wide.reset_index()
+    rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
+    wide["_order"] = [rank.get(m, len(rank)) for m in wide.method]
+    return wide.sort_values(["model", "_order", "method"]).drop(columns="_order").reset_index(drop=True).round(3)
 
 
 def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
+    index = not isinstance(t.index, pd.RangeIndex)  # row numbers are not worth a column
     md = out / f"{name}.md"
-    md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{t.to_markdown(index=True, floatfmt='.3f')}\n")
+    blanks = t.astype(object).where(t.notna(), None)  # tabulate leaves None cells empty, prints NaN as "nan"
+    md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{blanks.to_markdown(index=index, floatfmt='.3f', missingval='')}\n")
     tex = out / f"{name}.tex"
-    tex.write_text(t.to_latex(index=True, float_format="%.3f", na_rep="--"))
+    tex.write_text(t.to_latex(index=index, float_format="%.3f", na_rep="--"))
     csv = out / f"{name}.csv"
-    t.to_csv(csv, index=True)
+    t.to_csv(csv, index=index)
     return [md, tex, csv]
 
 
