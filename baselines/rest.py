@@ -200,7 +200,8 @@ def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int
     np.save(out / "tokens.npy", tokens)
     np.save(out / "sa.npy", sa)
     meta = {"corpus": corpus, "tokenizer": tokenizer_name, "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer),
-            "tokens": int(len(tokens)), "documents": docs, "max_tokens": max_tokens, "build_s": round(time.time() - t0, 1)}
+            "tokens": int(len(tokens)), "documents": docs, "max_tokens": max_tokens,
+            "build_s": round(time.time() - t0, 1)}
     if corpus == "stdlib":  # its files differ between Python versions
         meta["python"] = sys.version.split()[0]
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
