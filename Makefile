@@ -1,7 +1,7 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-fast lint bench gpu-check reproduce-all clean
+.PHONY: install demo test test-fast lint bench gpu-check reproduce-all clean datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
 # with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
@@ -9,6 +9,7 @@ PYTEST = $(PYTHON) -m pytest
 PROFILE ?= $(shell $(PYTHON) -c "import torch; print('paper' if torch.cuda.is_available() else 'local')" 2>/dev/null || echo local)
 RESULTS ?= results/$(PROFILE)
 ARTIFACTS_OUT ?= $(RESULTS)/artifacts
+GOOSE_CACHE ?= $(HOME)/.cache/goose
 
 # CPU torch wheel by default; on a GPU machine install a CUDA build of torch first.
 install:
@@ -31,10 +32,19 @@ test-fast:
 lint:
 	$(PYTHON) -m ruff check .
 
+# REST's datastores: the offline one is built here when missing; the paper's needs network once.
+datastore-local:
+	@test -f $(GOOSE_CACHE)/datastores/smollm2-135m-stdlib/meta.json || \
+	  $(PYTHON) -m baselines.rest build --model smollm2-135m --max-tokens 3000000
+datastore-paper:
+	@test -f $(GOOSE_CACHE)/datastores/vicuna-7b-hf_stingning_ultrachat/meta.json || \
+	  $(PYTHON) -m baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
+
 reproduce-%:
 	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"
 	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
 	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
+	@if [ "$*" = all-methods ]; then $(MAKE) --no-print-directory datastore-$(PROFILE); fi
 	$(PYTHON) run.py -m +experiment=$(EXPERIMENT_$*)-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) analysis/reproduce.py $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT)
 
