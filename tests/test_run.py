@@ -80,12 +80,13 @@ def test_single_prompt_mode_prints_text(tiny_folder, tmp_path):
     (["budget=-3"], "budget must be"),
     (["benchmark=jsonl", "benchmark.path=/no/such/file.jsonl"], "does not exist"),
     (["model=hf", "model.path=/no/such/folder"], "does not exist"),
+    (["method=rest", "method.drafter.datastore=/no/such/store"], "no REST datastore at /no/such/store"),
 ])
 def test_bad_input_is_a_clear_error(args, message, tmp_path):
     r = run_py(*args, f"results_dir={tmp_path}")
     assert r.returncode != 0
     assert message in r.stderr + r.stdout
-    assert "Traceback" not in r.stderr
+    assert "Traceback" not in r.stderr and "Error in call to target" not in r.stderr  # ours, not Hydra's wrapper
 
 
 def test_prompt_longer_than_context_is_refused(tmp_path):

@@ -42,9 +42,15 @@ def config_hash(cfg: DictConfig) -> str:
 
 
 def make_drafter(method: DictConfig) -> Drafter:
+    from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
-    drafter = instantiate(method.drafter, _convert_="all")
+    try:
+        drafter = instantiate(method.drafter, _convert_="all")
+    except InstantiationException as e:  # a drafter's own clear error, not Hydra's wrapper
+        if isinstance(e.__cause__, GooseError):
+            raise e.__cause__ from None
+        raise
     if not isinstance(drafter, Drafter):
         raise GooseError(f"method '{method.name}': {method.drafter._target_} is not a goose Drafter.")
     return drafter
