@@ -1,11 +1,13 @@
 """GPU check (run by hand on a machine with a CUDA device; never in CI).
 
 For SmolLM2 (the one model such a machine can load without network), in fp32 and fp16:
-every method's tokens against Hugging Face greedy in the same dtype (fp32: must be
+every method's tokens (Lookahead and REST included; REST's offline datastore is built if missing)
+against Hugging Face greedy in the same dtype (fp32: must be
 identical; fp16: token match rate and first divergence, since near-ties may flip), and
 its tokens/s over our AR. About 3 minutes on one modern GPU.
 
     python experiments/gpu_check.py [--n-prompts 3] [--max-new-tokens 128]
+    python experiments/gpu_check.py --device cpu --n-prompts 1 --max-new-tokens 16   # smoke test
 """
 
 from __future__ import annotations
@@ -29,9 +31,23 @@ from goose.models import load_model, stop_ids  # noqa: E402
 from goose.runner import cost_curve, hf_greedy  # noqa: E402
 
 
-def methods(curve):
+def rest_datastore(tok) -> Path:
+    """The offline REST datastore (Python stdlib, 3M tokens), built here if this machine lacks it."""
+    from baselines.rest import build
+    from goose.models import cache_root
+
+    folder = cache_root() / "datastores" / "smollm2-135m-stdlib"
+    if not (folder / "meta.json").is_file():
+        meta = build(tok, "smollm2-135m", "stdlib", folder, None, 3_000_000)
+        print(f"built the REST datastore {folder}: {meta['tokens']:,} tokens")
+    return folder
+
+
+def methods(curve, datastore: Path):
     from baselines.balanced_tree import BalancedTreeDrafter
+    from baselines.lookahead import LookaheadDrafter
     from baselines.pld import PromptLookupDrafter
+    from baselines.rest import RestDrafter
     from baselines.token_recycling import TokenRecyclingDrafter
     from goose.decode import Drafter
     from goose.spine_tree import GooseDrafter
@@ -39,26 +55,32 @@ def methods(curve):
     auto = GooseDrafter(budget="auto")
     auto.enable_auto_budget(AutoBudget(curve))
     return {"ar": Drafter(), "pld": PromptLookupDrafter(), "tr": TokenRecyclingDrafter(),
-            "iso3": BalancedTreeDrafter(3), "iso5": BalancedTreeDrafter(5), "goose": GooseDrafter(budget=60),
-            "goose-auto": auto}
+            "iso3": BalancedTreeDrafter(3), "iso5": BalancedTreeDrafter(5), "lookahead": LookaheadDrafter(),
+            "rest": RestDrafter(str(datastore), budget=60), "goose": GooseDrafter(budget=60), "goose-auto": auto}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-prompts", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--device", default="cuda", help="cpu only to smoke-test this script")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA device; this check is for a GPU machine (CPU losslessness is in `make test`).")
         return 2
     from goose.decode import generate
 
+    def sync():
+        if args.device == "cuda":
+            torch.cuda.synchronize()
+
     cfg = OmegaConf.load(ROOT / "conf" / "model" / "smollm2-135m.yaml")
     texts = [p.text for b in ("humaneval", "gsm8k", "mt_bench") for p in load_prompts(b)[: args.n_prompts]]
-    print(f"{torch.cuda.get_device_name()}: {len(texts)} prompts x {args.max_new_tokens} tokens")
+    where = torch.cuda.get_device_name() if args.device == "cuda" else args.device
+    print(f"{where}: {len(texts)} prompts x {args.max_new_tokens} tokens")
     failed = False
     for dtype in ("float32", "float16"):
-        model, tok, device, dt = load_model(cfg, "cuda", dtype)
+        model, tok, device, dt = load_model(cfg, args.device, dtype)
         stops = stop_ids(tok, model)
         engine = Engine(model)
         prompts = [tok(t).input_ids for t in texts]
@@ -69,15 +91,16 @@ def main() -> int:
         print("| method | tau | tokens/s | x AR | identical prompts | token match | first divergence |")
         print("|---|---|---|---|---|---|---|")
         ar_tps = None
-        for name, d in methods(curve).items():
+        for name, d in methods(curve, rest_datastore(tok)).items():
             generate(engine, prompts[0], d, 16, stops)  # warm-up
             toks = steps = same = match = 0
             secs = 0.0
             divs = []
             for ids, ref in zip(prompts, refs):
-                torch.cuda.synchronize()
+                sync()
                 t0 = time.perf_counter()
                 g = generate(engine, ids, d, args.max_new_tokens, stops)
+                sync()
                 secs += time.perf_counter() - t0
                 toks, steps = toks + len(g.tokens), steps + g.steps
                 div = first_divergence(g.tokens, ref)
@@ -94,7 +117,8 @@ def main() -> int:
             if dtype == "float32" and same != len(prompts):
                 failed = True
         del model, engine
-        torch.cuda.empty_cache()
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
     print("\nfp32 lossless for every method:", "NO" if failed else "yes")
     return 1 if failed else 0
 
