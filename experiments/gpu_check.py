@@ -1,10 +1,10 @@
 """GPU check (run by hand on a machine with a CUDA device; never in CI).
 
 For SmolLM2 (the one model such a machine can load without network), in fp32 and fp16:
-every method's tokens (Lookahead and REST included; REST's offline datastore is built if missing)
-against Hugging Face greedy in the same dtype (fp32: must be
-identical; fp16: token match rate and first divergence, since near-ties may flip), and
-its tokens/s over our AR. About 3 minutes on one modern GPU.
+every method's tokens (Lookahead and REST included; REST's offline datastore is built if
+missing) against Hugging Face greedy in the same dtype (fp32: must be identical; fp16:
+token match rate and first divergence, since near-ties may flip), and its tokens/s over
+our AR. About 3 minutes on one modern GPU.
 
     python experiments/gpu_check.py [--n-prompts 3] [--max-new-tokens 128]
     python experiments/gpu_check.py --device cpu --n-prompts 1 --max-new-tokens 16   # smoke test
