@@ -182,6 +182,13 @@ def corpus_texts(corpus: str, max_files: int | None):
             continue
 
 
+def default_folder(model_name: str, corpus: str = "stdlib") -> Path:
+    """Where `build` writes by default: <cache>/datastores/<model>-<corpus, path-safe>."""
+    from goose.models import cache_root
+
+    return cache_root() / "datastores" / f"{model_name}-{corpus.replace('/', '_').replace(':', '_').strip('_')}"
+
+
 def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int | None, max_tokens: int) -> dict:
     t0 = time.time()
     parts, total, docs = [], 0, 0
@@ -223,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     from omegaconf import OmegaConf
     from transformers import AutoTokenizer
 
-    from goose.models import cache_root, model_folder
+    from goose.models import model_folder
 
     root = Path(__file__).resolve().parents[1]
     cfg = OmegaConf.load(root / "conf" / "model" / f"{args.model}.yaml")
@@ -231,8 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg.path = args.model_path
     try:
         tok = AutoTokenizer.from_pretrained(model_folder(cfg))
-        corpus_name = args.corpus.replace("/", "_").replace(":", "_").strip("_")
-        out = Path(args.out) if args.out else cache_root() / "datastores" / f"{cfg.name}-{corpus_name}"
+        out = Path(args.out) if args.out else default_folder(cfg.name, args.corpus)
         meta = build(tok, cfg.name, args.corpus, out, args.max_files, args.max_tokens)
     except GooseError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -31,7 +31,7 @@ from goose.budget import AutoBudget  # noqa: E402
 from goose.decode import Drafter, generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.models import load_model, stop_ids  # noqa: E402
-from goose.runner import cost_curve  # noqa: E402
+from goose.runner import cost_curve, hf_greedy  # noqa: E402
 from goose.spine_tree import GooseDrafter  # noqa: E402
 
 
@@ -81,10 +81,9 @@ def main() -> None:
         def run(ids):
             sync()
             t = time.perf_counter()
-            out = model.generate(torch.tensor([ids], device=device), max_new_tokens=N, do_sample=False,
-                                 eos_token_id=sorted(stops), pad_token_id=sorted(stops)[0], **extra)
+            out = hf_greedy(model, ids, N, stops, **extra)
             sync()
-            return out[0, len(ids):].tolist(), time.perf_counter() - t, 0
+            return out, time.perf_counter() - t, 0
         return run
 
     def mine(drafter):
@@ -150,7 +149,7 @@ def main() -> None:
             total_tok = sum(tok_[0][m].values())
             tau = f"{total_tok / steps[m]:.2f}" if steps[m] else "-"
             ll = "ref" if m == "hf-greedy" else f"{lossless[m]}/{len(prompts)}"
-            cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio.get(b, 0):.2f}" for b in
+            cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio[b]:.2f}" if b in ratio else "-" for b in
                                                              ("ar", "hf-greedy", "hf-prompt-lookup")]
             print(f"| {m} | " + " | ".join(cells + [f"{x:.2f}" for x in per_b] + [ll]) + " |")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -33,10 +32,9 @@ from goose.runner import cost_curve, hf_greedy  # noqa: E402
 
 def rest_datastore(tok) -> Path:
     """The offline REST datastore (Python stdlib, 3M tokens), built here if this machine lacks it."""
-    from baselines.rest import build
-    from goose.models import cache_root
+    from baselines.rest import build, default_folder
 
-    folder = cache_root() / "datastores" / "smollm2-135m-stdlib"
+    folder = default_folder("smollm2-135m")
     if not (folder / "meta.json").is_file():
         meta = build(tok, "smollm2-135m", "stdlib", folder, None, 3_000_000)
         print(f"built the REST datastore {folder}: {meta['tokens']:,} tokens")
@@ -70,10 +68,6 @@ def main() -> int:
         return 2
     from goose.decode import generate
 
-    def sync():
-        if args.device == "cuda":
-            torch.cuda.synchronize()
-
     cfg = OmegaConf.load(ROOT / "conf" / "model" / "smollm2-135m.yaml")
     texts = [p.text for b in ("humaneval", "gsm8k", "mt_bench") for p in load_prompts(b)[: args.n_prompts]]
     where = torch.cuda.get_device_name() if args.device == "cuda" else args.device
@@ -97,11 +91,8 @@ def main() -> int:
             secs = 0.0
             divs = []
             for ids, ref in zip(prompts, refs):
-                sync()
-                t0 = time.perf_counter()
-                g = generate(engine, ids, d, args.max_new_tokens, stops)
-                sync()
-                secs += time.perf_counter() - t0
+                g = generate(engine, ids, d, args.max_new_tokens, stops)  # syncs around its own timing
+                secs += g.wall_s
                 toks, steps = toks + len(g.tokens), steps + g.steps
                 div = first_divergence(g.tokens, ref)
                 same += div is None

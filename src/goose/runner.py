@@ -80,14 +80,15 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
     }
 
 
-def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int]) -> list[int]:
-    """Hugging Face generate, greedy: the outside reference for our own AR."""
+def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int], **extra) -> list[int]:
+    """Hugging Face generate, greedy: the outside reference for our own AR (`extra`: e.g. prompt lookup)."""
     out = model.generate(
         torch.tensor([ids], device=model.device),
         max_new_tokens=max_new_tokens,
         do_sample=False,
         eos_token_id=sorted(stops) or None,
         pad_token_id=sorted(stops)[0] if stops else 0,
+        **extra,
     )
     return out[0, len(ids) :].tolist()
 
