@@ -1,26 +1,40 @@
 """Entry point: python run.py model=... method=... benchmark=... budget=..."""
 
+import os
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from goose.errors import GooseError  # noqa: E402
-from goose.runner import run  # noqa: E402
+from goose.runner import Interrupted, run  # noqa: E402
+
+# One id per sweep: every job of a multirun (also SLURM jobs, which inherit the environment)
+# shares it, so `speedup_reference=cached` can tell a timing of this sweep from an older one.
+if "GOOSE_SWEEP_ID" not in os.environ:
+    sweep_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    if "-m" in sys.argv or "--multirun" in sys.argv:
+        os.environ["GOOSE_SWEEP_ID"] = sweep_id
+else:
+    sweep_id = os.environ["GOOSE_SWEEP_ID"]
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     try:
-        run(cfg, Path(HydraConfig.get().runtime.output_dir))
+        run(cfg, sweep_id)
     except GooseError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except Interrupted as e:
+        print(f"\n{e}", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

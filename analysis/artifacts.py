@@ -35,19 +35,73 @@ ABLATIONS = {
 TAU_NOTE = "tau = generated tokens / target forwards incl. prefill, pooled over prompts (AR = 1.0)"
 
 
+# What a row was measured on. Rows differing in any of these are different configurations.
+MODEL_IDENTITY = ["model_fingerprint", "dtype", "device"]
+PROMPTS_IDENTITY = ["prompts_fingerprint", "chat_template", "max_new_tokens"]
+RUN_SETTINGS = ["seed", "repeats", "warmup", "speedup_reference", "profile"]
+
+
 def load_rows(root: str | Path) -> pd.DataFrame:
+    """Every results.csv under `root`. Rows are kept apart by what they were measured on: a model is
+    named by what it is and, where one name covers several models, dtypes or devices, by what
+    differs; the same for benchmarks (prompts content, chat template, max_new_tokens) and methods
+    (hyperparameters, run settings). Only a repeated row of one configuration (same config hash
+    and prompt) is counted once."""
     files = sorted(p for p in Path(root).rglob("results.csv") if "references" not in p.parts)
     if not files:
         raise SystemExit(f"no results.csv under {root}: run the experiment first")
-    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    # A row without a config hash (written by an old version) is known only by the file it is in.
+    df = pd.concat([pd.read_csv(f).assign(_file=str(f)) for f in files], ignore_index=True)
     df["lossless"] = df["lossless"].astype(str).eq("True")
-    # A run folder rerun under a changed config keeps both sets of rows: count each prompt once (the latest).
-    key = [c for c in ("model", "benchmark", "method", "budget", "max_new_tokens", "prompt_id") if c in df]
+    for c in ["config_hash", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
+        if c not in df:
+            df[c] = ""
+    df["config_hash"] = df["config_hash"].fillna("").astype(str)
+    legacy = df.config_hash.eq("")
+    df.loc[legacy, "config_hash"] = "file:" + df.loc[legacy, "_file"]
+    df = df.drop(columns="_file")
     before = len(df)
-    df = df.drop_duplicates(key, keep="last").reset_index(drop=True)
+    df = df.drop_duplicates(["config_hash", "prompt_id"], keep="last").reset_index(drop=True)
     if len(df) < before:
-        print(f"[analysis] {before - len(df)} repeated row(s) for the same prompt and settings: kept the latest")
+        print(f"[analysis] {before - len(df)} repeated row(s) of one configuration and prompt: kept the latest")
+    df["model"] = _distinguish(df, "model", MODEL_IDENTITY + [c for c in df if c.startswith("model.")
+                                                              and c not in ("model.path", "model.name")])
+    df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [c for c in df if c.startswith("benchmark.")
+                                                                        and c != "benchmark.path"])
+    df["method"] = _distinguish(df, "method", RUN_SETTINGS + [c for c in df if c.startswith("method.")])
+    cell = ["model", "benchmark", "method", "budget"]
+    mixed = df.groupby(cell, dropna=False)["config_hash"].nunique()
+    mixed = mixed[mixed > 1]
+    if len(mixed):  # still two configurations in one cell: name them by hash rather than pool them
+        clash = df.set_index(cell).index.isin(mixed.index)
+        df.loc[clash, "method"] = df.loc[clash, "method"] + " [config " + df.loc[clash, "config_hash"] + "]"
     return df
+
+
+def _text(v) -> str:
+    return "" if pd.isna(v) else str(v)
+
+
+def _short(col: str, v: str) -> str:
+    if not v:
+        return f"no {col}"
+    if col.endswith("fingerprint"):
+        return f"{col.split('_')[0]} {v[:6]}"
+    return v if col in ("dtype", "device") else f"{col.split('.')[-1]}={v}"
+
+
+def _distinguish(df: pd.DataFrame, name: str, identity: list[str]) -> pd.Series:
+    """`name` as is where it stands for one identity; else suffixed with the identity columns that differ."""
+    out = df[name].astype(str).copy()
+    cols = [c for c in identity if c in df]
+    for value, g in df.groupby(name, dropna=False):
+        keys = g[cols].map(_text).drop_duplicates()
+        if len(keys) < 2:
+            continue
+        differ = [c for c in cols if keys[c].nunique() > 1]
+        label = g[differ].map(_text).apply(lambda r, d=differ: ", ".join(_short(c, r[c]) for c in d), axis=1)
+        out[g.index] = f"{value} [" + label + "]"
+    return out
 
 
 def pooled(g: pd.DataFrame) -> dict:
@@ -115,7 +169,7 @@ METHOD_ORDER = ["ar", "pld", "tr", "lookahead", "rest", "iso3", "iso5", "goose"]
 def all_methods(df: pd.DataFrame) -> pd.DataFrame:
     """tau and speedup of every method, per benchmark and pooled ("all"), one row per model and method."""
     t = pd.concat([by(df, ["model", "method", "benchmark"]), by(df, ["model", "method"]).assign(benchmark="all")])
-    wide = t.pivot_table(index=["model", "method"], columns="benchmark", values=["tau", "speedup"])
+    wide = t.pivot_table(index=["model", "method"], columns="benchmark", values=["tau", "speedup"], dropna=False)
     benches = [b for b in wide.columns.get_level_values(1).unique() if b != "all"] + ["all"]
     wide = wide[[(v, b) for v in ("tau", "speedup") for b in benches]]
     wide.columns = [f"{v} {b}" for v, b in wide.columns]

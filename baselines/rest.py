@@ -68,9 +68,17 @@ class Datastore:
                 f"python -m baselines.rest build --model MODEL --out {folder}"
             )
         self.folder = folder
-        self.meta = json.loads(meta.read_text())
-        self.tokens = np.load(folder / "tokens.npy", mmap_mode="r")
-        self.sa = np.load(folder / "sa.npy", mmap_mode="r")
+        for name in ("tokens.npy", "sa.npy"):
+            if not (folder / name).is_file():
+                raise GooseError(f"REST datastore {folder} is incomplete: {folder / name} is missing. Rebuild it: "
+                                 f"python -m baselines.rest build --model MODEL --out {folder}")
+        try:
+            self.meta = json.loads(meta.read_text())
+            self.tokens = np.load(folder / "tokens.npy", mmap_mode="r")
+            self.sa = np.load(folder / "sa.npy", mmap_mode="r")
+        except (ValueError, OSError) as e:
+            raise GooseError(f"REST datastore {folder} is damaged ({e}); rebuild it with "
+                             f"python -m baselines.rest build --model MODEL --out {folder}") from None
 
     def _bound(self, query: list[int], upper: bool) -> int:
         """First suffix-array index whose suffix is > query (upper) or >= query (lower), on len(query) tokens."""
@@ -233,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     from goose.models import model_folder
 
     root = Path(__file__).resolve().parents[1]
+    models = sorted(p.stem for p in (root / "conf" / "model").glob("*.yaml"))
+    if args.model not in models:
+        print(f"error: unknown model '{args.model}'; choose one of {', '.join(models)} "
+              "(hf and gguf take --model-path)", file=sys.stderr)
+        return 2
     cfg = OmegaConf.load(root / "conf" / "model" / f"{args.model}.yaml")
     if args.model_path:
         cfg.path = args.model_path

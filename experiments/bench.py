@@ -26,10 +26,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from baselines.balanced_tree import BalancedTreeDrafter  # noqa: E402
 from baselines.pld import PromptLookupDrafter  # noqa: E402
 from baselines.token_recycling import TokenRecyclingDrafter  # noqa: E402
-from goose.benchmarks import load_prompts  # noqa: E402
+from goose.benchmarks import LOADERS, load_prompts  # noqa: E402
 from goose.budget import AutoBudget  # noqa: E402
 from goose.decode import Drafter, generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
+from goose.errors import GooseError  # noqa: E402
 from goose.models import load_model, stop_ids  # noqa: E402
 from goose.runner import cost_curve, hf_greedy  # noqa: E402
 from goose.spine_tree import GooseDrafter  # noqa: E402
@@ -43,6 +44,7 @@ def our_methods(curve) -> dict:
     return {
         "ar": Drafter(),
         "pld": PromptLookupDrafter(),
+        "pld-auto": auto(PromptLookupDrafter()),
         "tr": TokenRecyclingDrafter(),
         "iso3": BalancedTreeDrafter(3),
         "goose-B16": GooseDrafter(budget=16),
@@ -50,6 +52,22 @@ def our_methods(curve) -> dict:
         "goose-B60": GooseDrafter(budget=60),
         "goose-auto": auto(GooseDrafter(budget="auto")),
     }
+
+
+HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
+
+
+def check_names(ap: argparse.ArgumentParser, args) -> None:
+    """Unknown names are an error that lists the valid ones; none is dropped silently."""
+    models = sorted(p.stem for p in (ROOT / "conf" / "model").glob("*.yaml"))
+    checks = [("--model", [args.model], models), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
+              ("--methods", args.methods or [], [*HF_METHODS, *our_methods(None)])]
+    for flag, given, valid in checks:
+        bad = [x for x in given if x not in valid]
+        if bad:
+            ap.error(f"{flag}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
+    if args.repeats < 0 or args.n_prompts < 1 or args.max_new_tokens < 1:
+        ap.error("--repeats must be >= 0, --n-prompts and --max-new-tokens >= 1")
 
 
 def main() -> None:
@@ -62,16 +80,23 @@ def main() -> None:
     ap.add_argument("--methods", nargs="*", default=None, help="subset of methods to run (default: all)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--model-path", default=None, help="for --model hf/gguf: the local folder or GGUF file")
     args = ap.parse_args()
+    check_names(ap, args)
 
     cfg = OmegaConf.load(ROOT / "conf" / "model" / f"{args.model}.yaml")
-    model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
+    if args.model_path:
+        cfg.path = args.model_path
+    try:
+        model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
+        prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+    except GooseError as e:
+        ap.exit(2, f"error: {e}\n")
     stops = stop_ids(tok, model)
     engine = Engine(model)
     curve = cost_curve(engine, cfg.name, device, dtype)
     ours = our_methods(curve)
     N = args.max_new_tokens
-    prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
 
     def sync():
         if device.type == "cuda":
@@ -92,7 +117,7 @@ def main() -> None:
             return g.tokens, g.wall_s, g.steps
         return run
 
-    runners = {"hf-greedy": hf({}), "hf-prompt-lookup": hf({"prompt_lookup_num_tokens": 10})}
+    runners = {HF_METHODS[0]: hf({}), HF_METHODS[1]: hf({"prompt_lookup_num_tokens": 10})}
     runners.update({k: mine(d) for k, d in ours.items()})
     if args.methods:
         keep = set(args.methods) | {"hf-greedy", "ar"}

@@ -34,3 +34,21 @@ def prompts():
     # Repetitive prompts so context matching finds something, plus random ones.
     base = torch.randint(0, 250, (12,), generator=g).tolist()
     return [base * 3, torch.randint(0, 250, (20,), generator=g).tolist(), (base[:5] + [7, 7]) * 4]
+
+
+@pytest.fixture
+def run_goose(capsys):
+    """run.py's job in this process (Hydra compose, no interpreter start): returns (summary, stdout)."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    from goose.runner import run
+
+    def go(*overrides, sweep_id="test-sweep"):
+        with initialize_config_dir(str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+            cfg = compose("config", overrides=list(overrides))
+        summary = run(cfg, sweep_id)
+        return summary, capsys.readouterr().out
+
+    return go

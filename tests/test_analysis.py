@@ -6,10 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from analysis.artifacts import load_rows, make, table1, table2
+from analysis.artifacts import by, load_rows, make, table1, table2
 from goose.results import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
+# Timing provenance of a row whose AR timing was taken beside it (speedup_reference=interleaved).
+SAME_RUN = {"speedup_source": "interleaved", **{f"{p}{k}": v for p in ("", "ar_") for k, v in
+            {"host": "h", "threads": 2, "torch": "2.13.0", "backend": "eager", "device_name": "cpu",
+             "sweep_id": "s"}.items()}}
 METHODS = ["ar", "goose", "iso3", "iso5", "goose-no-bigram", "goose-no-bypass"]
 
 
@@ -27,13 +31,15 @@ def results(tmp_path_factory):
                 f.append({"model": "smollm2-135m", "benchmark": bench, "method": method, "budget": 60,
                           "prompt_id": str(i), "new_tokens": new, "steps": steps, "tau": new / steps,
                           "wall_s": wall, "tokens_per_s": new / wall, "lossless": True,
-                          "ar_tokens_per_s": 20.0, "spine_drafted": rng.randint(50, 100),
+                          "config_hash": f"{method}-{bench}-60", "ar_wall_s": new / 20.0, **SAME_RUN,
+                          "spine_drafted": rng.randint(50, 100),
                           "spine_accepted": rng.randint(5, 30), "branch_drafted": rng.randint(500, 900),
                           "branch_accepted": rng.randint(5, 30), "continuation_tokens": rng.randint(0, 9)})
         sweep = ResultsFile(root / "smollm2-135m" / bench / "goose" / "B16-N128" / "results.csv")
         sweep.append({"model": "smollm2-135m", "benchmark": bench, "method": "goose", "budget": 16, "prompt_id": "0",
                       "new_tokens": 128, "steps": 50, "tau": 2.56, "wall_s": 2.0, "tokens_per_s": 64,
-                      "lossless": True, "ar_tokens_per_s": 20.0, "spine_drafted": 1, "spine_accepted": 1,
+                      "lossless": True, "config_hash": f"goose-{bench}-16", "ar_wall_s": 6.4, **SAME_RUN,
+                      "spine_drafted": 1, "spine_accepted": 1,
                       "branch_drafted": 1, "branch_accepted": 0, "continuation_tokens": 0})
     return root
 
@@ -112,15 +118,41 @@ def test_notebook_executes_headless(results, tmp_path):
     assert any("image/png" in o.get("data", {}) for o in outputs)
 
 
-def test_rows_rerun_under_a_new_config_are_counted_once(results, tmp_path):
+def test_a_repeated_row_of_one_configuration_is_counted_once(results, tmp_path):
     import shutil
 
     copy = tmp_path / "r"
     shutil.copytree(results, copy)
     f = ResultsFile(copy / "smollm2-135m" / "gsm8k" / "goose" / "B60-N128" / "results.csv")
     first = f.rows()[0]
-    f.append({**first, "steps": 1})  # the same prompt again, as after a config change
+    f.append({**first, "steps": 1})  # the same prompt of the same configuration again
     df = load_rows(copy)
     assert len(df) == len(load_rows(results))
     sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.budget == 60) & (df.prompt_id == 0)]
     assert sel.steps.tolist() == [1]
+
+
+def test_rows_of_two_configurations_are_never_merged(results, tmp_path):
+    import shutil
+
+    copy = tmp_path / "r"
+    shutil.copytree(results, copy)
+    src = ResultsFile(copy / "smollm2-135m" / "gsm8k" / "goose" / "B60-N128" / "results.csv")
+    other = ResultsFile(copy / "smollm2-135m" / "gsm8k" / "goose" / "B60-N128-fp16" / "results.csv")
+    for r in src.rows():  # the same prompts in fp16: another configuration
+        other.append({**r, "config_hash": "goose60fp16", "dtype": "float16", "steps": 128})
+    df = load_rows(copy)
+    assert len(df) == len(load_rows(results)) + 4
+    t = by(df[(df.benchmark == "gsm8k") & (df.budget == 60)], ["model", "method"])
+    assert sorted(set(t.model)) == ["smollm2-135m [float16]", "smollm2-135m [no dtype]"]
+    fp16 = t[t.model.str.contains("float16")]
+    assert fp16.prompts.tolist() == [4] and fp16.tau.tolist() == [1.0]
+
+
+def test_legacy_rows_load_with_tau_and_no_speedup(tmp_path):
+    f = ResultsFile(tmp_path / "smollm2-135m" / "gsm8k" / "goose" / "B60-N128" / "results.csv")
+    f.append({"model": "smollm2-135m", "benchmark": "gsm8k", "method": "goose", "budget": 60, "prompt_id": "0",
+              "new_tokens": 128, "steps": 40, "tau": 3.2, "wall_s": 2.0, "tokens_per_s": 64, "lossless": True,
+              "ar_tokens_per_s": 20.0, "speedup": 3.2})  # written before timing provenance existed
+    t = by(load_rows(tmp_path), ["model", "method"])
+    assert t.tau.tolist() == [3.2] and t.speedup.isna().all()

@@ -23,6 +23,13 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
+def run_folder(root, model, bench, method, tag):
+    """The one run folder <root>/<model>/<bench>/<method>/<tag>-<config hash>."""
+    found = sorted(Path(root, model, bench, method).glob(f"{tag}-*"))
+    assert len(found) == 1, found
+    return found[0]
+
+
 @pytest.fixture
 def prompt_file(tmp_path):
     p = tmp_path / "prompts.jsonl"
@@ -36,7 +43,7 @@ def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tm
             f"benchmark.path={prompt_file}", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}", "n_prompts=2"]
     first = run_py(*args)
     assert first.returncode == 0, first.stderr[-2000:]
-    out = tmp_path / "res" / "hf" / "jsonl" / "goose" / "B60-N24" / "results.csv"
+    out = run_folder(tmp_path / "res", "model", "jsonl", "goose", "B60-N24") / "results.csv"
     got = rows(out)
     assert [r["prompt_id"] for r in got] == ["p0", "p1"]
     for col in ("model", "benchmark", "method", "budget", "prompt_id", "new_tokens", "steps", "tau", "wall_s",
@@ -47,7 +54,7 @@ def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tm
     assert "lossless 2/2" in first.stdout
     # Simulate a kill in the middle of writing a row, then resume with more prompts.
     with open(out, "a") as f:
-        f.write("hf,jsonl,goose,60,p2,12")
+        f.write("model,jsonl,goose,60,p2,12")
     second = run_py(*args[:-1], "n_prompts=4")
     assert second.returncode == 0, second.stderr[-2000:]
     assert "resuming: 2 row(s)" in second.stdout
@@ -62,7 +69,7 @@ def test_ar_run_is_checked_against_hf_generate(tiny_folder, prompt_file, tmp_pat
     r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
                "max_new_tokens=16", f"results_dir={tmp_path}", "n_prompts=2")
     assert r.returncode == 0, r.stderr[-2000:]
-    got = rows(tmp_path / "hf" / "jsonl" / "ar" / "B60-N16" / "results.csv")
+    got = rows(run_folder(tmp_path, "model", "jsonl", "ar", "B60-N16") / "results.csv")
     assert all(x["lossless"] == "True" and x["tau"] == "1.0" for x in got)
 
 
@@ -92,7 +99,7 @@ def test_bad_input_is_a_clear_error(args, message, tmp_path):
 def test_prompt_longer_than_context_is_refused(tmp_path):
     from goose.tiny import save_tiny
 
-    folder = save_tiny(tmp_path / "short", max_positions=64)
+    folder = save_tiny(tmp_path / "short", max_positions=256)
     r = run_py("model=hf", f"model.path={folder}", "prompt=" + "word " * 40, "max_new_tokens=8",
                f"results_dir={tmp_path}")
     assert r.returncode == 2 and "exceeds the model's context" in r.stderr and "Traceback" not in r.stderr
@@ -112,7 +119,7 @@ def test_trace_jsonl_per_step(tiny_folder, prompt_file, tmp_path):
                f"benchmark.path={prompt_file}", "max_new_tokens=16", "n_prompts=1", "trace=true",
                f"results_dir={tmp_path}")
     assert r.returncode == 0, r.stderr[-2000:]
-    run = tmp_path / "hf" / "jsonl" / "goose" / "B60-N16"
+    run = run_folder(tmp_path, "model", "jsonl", "goose", "B60-N16")
     steps = [json.loads(x) for x in (run / "trace.jsonl").read_text().splitlines()]
     row = rows(run / "results.csv")[0]
     assert len(steps) == int(row["steps"]) - 1  # one line per verification (prefill excluded)

@@ -4,7 +4,7 @@ import csv
 
 import pytest
 from omegaconf import OmegaConf
-from test_run import ROOT, run_py
+from test_run import ROOT, run_folder, run_py
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,7 @@ def smollm2():
 def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
     r = run_py("method=goose", "n_prompts=2", "max_new_tokens=48", f"results_dir={tmp_path}")
     assert r.returncode == 0, r.stderr[-3000:]
-    with open(tmp_path / "smollm2-135m" / "humaneval" / "goose" / "B60-N48" / "results.csv") as f:
+    with open(run_folder(tmp_path, "smollm2-135m", "humaneval", "goose", "B60-N48") / "results.csv") as f:
         got = list(csv.DictReader(f))
     assert len(got) == 2 and all(x["lossless"] == "True" for x in got)
     assert sum(int(x["new_tokens"]) for x in got) > sum(int(x["steps"]) for x in got)  # tau > 1

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from test_run import ROOT, rows, run_py
+from test_run import ROOT, rows, run_folder, run_py
 
 from goose.benchmarks import load_prompts
 
@@ -44,20 +44,23 @@ def test_missing_data_says_where_it_looked(tmp_path, monkeypatch):
         load_prompts("mt_bench")
 
 
-def test_two_method_sweep_reuses_one_ar_reference_and_second_run_skips_everything(tiny_folder, tmp_path):
+def test_cached_sweep_times_ar_once_per_prompt_and_second_run_skips_everything(tiny_folder, tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"a b c a b c {i} " * 3}) + "\n"
                                for i in range(3)))
     args = ["-m", "model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
-            "method=pld,goose", "max_new_tokens=16", f"results_dir={tmp_path / 'res'}"]
+            "method=pld,goose", "max_new_tokens=16", "speedup_reference=cached", f"results_dir={tmp_path / 'res'}"]
     first = run_py(*args)
     assert first.returncode == 0, first.stderr[-2000:]
     refs = sorted((tmp_path / "res" / "references").rglob("*.json"))
-    assert [r.name for r in refs] == ["q0.json", "q1.json", "q2.json"]
+    assert len(refs) == 3  # one per prompt, shared by both methods
+    timings = sorted((tmp_path / "res" / "references" / "timings").rglob("*.jsonl"))
+    assert [len(t.read_text().splitlines()) for t in timings] == [1, 1, 1]  # AR timed once in the sweep
     stamps = [r.stat().st_mtime_ns for r in refs]
     for m in ("pld", "goose"):
-        got = rows(tmp_path / "res" / "hf" / "jsonl" / m / "B60-N16" / "results.csv")
+        got = rows(run_folder(tmp_path / "res", "model", "jsonl", m, "B60-N16") / "results.csv")
         assert len(got) == 3 and all(r["lossless"] == "True" for r in got)
+        assert all(r["speedup_source"] == "cached" and r["speedup_stale"] == "False" for r in got)
     second = run_py(*args)
     assert second.returncode == 0
     assert second.stdout.count("resuming: 3 row(s)") == 2 and "Loading weights" not in second.stderr
@@ -71,7 +74,7 @@ def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monk
     r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "method=goose", "max_new_tokens=8",
                f"data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'res'}")
     assert r.returncode == 0, r.stderr[-2000:]
-    got = rows(tmp_path / "res" / "hf" / "spec_bench" / "goose" / "B60-N8" / "results.csv")
+    got = rows(run_folder(tmp_path / "res", "model", "spec_bench", "goose", "B60-N8") / "results.csv")
     assert [x["prompt_id"] for x in got] == ["81", "81#2"]
     assert int(got[1]["prompt_tokens"]) > int(got[0]["prompt_tokens"]) + 8  # carries turn 1 and its answer
     assert all(x["lossless"] == "True" for x in got)
@@ -83,12 +86,12 @@ def test_wandb_offline_run_holds_config_and_metrics(tiny_folder, tmp_path):
                         "method=pld", "n_prompts=2", "max_new_tokens=8", f"results_dir={tmp_path}"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    runs = list((tmp_path / "hf" / "humaneval" / "pld" / "B60-N8" / "wandb").glob("offline-run-*"))
+    runs = list((run_folder(tmp_path, "model", "humaneval", "pld", "B60-N8") / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     files = {p.name: p for p in runs[0].rglob("*")}
     wandb_file = next(p for n, p in files.items() if n.endswith(".wandb"))
     blob = wandb_file.read_bytes()
-    for needle in (b"tokens_per_s", b"lossless", b"method", b"pld", b"smollm2" if False else b"max_new_tokens"):
+    for needle in (b"tokens_per_s", b"lossless", b"method", b"pld", b"max_new_tokens", b"ar_wall_s"):
         assert needle in blob
 
 

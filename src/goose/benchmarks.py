@@ -27,8 +27,9 @@ class Prompt:
 
 
 def data_dir(configured: str | None = None) -> Path:
-    """GOOSE_DATA_DIR wins, then the config value, then ../shared/data beside the repo."""
-    raw = os.environ.get("GOOSE_DATA_DIR") or configured or str(REPO_ROOT.parent / "shared" / "data")
+    """data_dir=... (the command line) wins, then GOOSE_DATA_DIR, then ../shared/data beside the repo.
+    Error messages name the folder actually used."""
+    raw = configured or os.environ.get("GOOSE_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
     path = Path(os.path.expanduser(raw))
     return path if path.is_absolute() else (REPO_ROOT / path)
 
@@ -121,7 +122,7 @@ def jsonl_file(path: str | None) -> list[Prompt]:
     p = Path(os.path.expanduser(path))
     if not p.is_file():
         raise GooseError(f"prompt file '{p}' does not exist.")
-    out = []
+    out, line_of = [], {}
     for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -131,7 +132,12 @@ def jsonl_file(path: str | None) -> list[Prompt]:
             raise GooseError(f"{p}:{n}: not valid JSON ({e.msg}).") from None
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise GooseError(f"{p}:{n}: each line needs a string field 'prompt'.")
-        out.append(Prompt(str(row.get("id", len(out))), row["prompt"]))
+        pid = str(row.get("id", len(out)))
+        if pid in line_of:
+            raise GooseError(f"{p}: id '{pid}' is on lines {line_of[pid]} and {n}; each prompt needs its own id "
+                             "(or leave all ids out: prompts are then numbered by position).")
+        line_of[pid] = n
+        out.append(Prompt(pid, row["prompt"]))
     if not out:
         raise GooseError(f"prompt file '{p}' holds no prompts.")
     return out

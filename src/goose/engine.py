@@ -194,6 +194,8 @@ def _sync(device: torch.device) -> None:
 class Engine:
     """Owns the model and one KV cache; prefill, then verify drafts until done."""
 
+    backend = "eager"  # how the target's forward runs; part of every stored reference and timing key
+
     def __init__(self, model, profile: bool = False):
         check_supported(model.config)
         self.model = model

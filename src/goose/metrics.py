@@ -1,6 +1,17 @@
-"""Metrics over generations and result rows (tau convention: tokens / forwards incl. prefill)."""
+"""Metrics over generations and result rows (tau convention: tokens / forwards incl. prefill).
+
+A row's speedup counts only when its AR timing was taken under the same conditions as the
+method's own: same host, threads, torch, backend and device, and, for a timing reused from
+the reference store (`cached`), the same sweep. Anything else is stale: tau still counts,
+the speedup does not.
+"""
 
 from __future__ import annotations
+
+import math
+
+SAME_CONDITIONS = ("host", "threads", "torch", "backend", "device_name")
+MEASURED = ("interleaved", "cached", "self")  # speedup sources with an AR timing behind them
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
@@ -15,12 +26,39 @@ def _true(v) -> bool:
     return v is True or str(v).lower() == "true"
 
 
+def _number(v) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def speedup_stale(row: dict) -> bool | None:
+    """None: no speedup was measured (speedup_reference=none). True: the AR timing behind it was
+    not taken under this row's conditions (or the row predates timing provenance)."""
+    source = str(row.get("speedup_source", ""))
+    if source in ("none", "nan", ""):
+        return None if source == "none" else True
+    if source not in MEASURED or not _number(row.get("ar_wall_s")) > 0:
+        return True
+    if source == "self":
+        return False
+    if any(str(row.get(k)) != str(row.get(f"ar_{k}")) for k in SAME_CONDITIONS):
+        return True
+    return source == "cached" and str(row.get("sweep_id")) != str(row.get("ar_sweep_id"))
+
+
 def summarize(rows: list[dict]) -> dict:
-    """Pooled numbers over result rows: tau = sum tokens / sum forwards; speedup from summed times."""
+    """Pooled numbers over result rows: tau = sum tokens / sum forwards; speedup = summed AR wall
+    time / summed wall time over the rows whose speedup is not stale (`speedup_prompts` of them)."""
     tokens = sum(int(r["new_tokens"]) for r in rows)
     steps = sum(int(r["steps"]) for r in rows)
     wall = sum(float(r["wall_s"]) for r in rows)
-    ar_wall = sum(int(r["new_tokens"]) / float(r["ar_tokens_per_s"]) for r in rows if float(r["ar_tokens_per_s"]))
+    timed = [r for r in rows if speedup_stale(r) is False]
+    t_wall = sum(float(r["wall_s"]) for r in timed)
+    t_ar = sum(float(r["ar_wall_s"]) for r in timed)
+    t_tokens = sum(int(r["new_tokens"]) for r in timed)
     n = len(rows)
     return {
         "prompts": n,
@@ -29,7 +67,9 @@ def summarize(rows: list[dict]) -> dict:
         "tau": tokens / steps if steps else 0.0,
         "mean_tau": sum(float(r["tau"]) for r in rows) / n if n else 0.0,
         "tokens_per_s": tokens / wall if wall else 0.0,
-        "ar_tokens_per_s": tokens / ar_wall if ar_wall else 0.0,
-        "speedup": ar_wall / wall if wall else 0.0,
+        "ar_tokens_per_s": t_tokens / t_ar if t_ar else math.nan,
+        "speedup": t_ar / t_wall if t_wall and t_ar else math.nan,
+        "speedup_prompts": len(timed),
+        "speedup_stale": sum(speedup_stale(r) is True for r in rows),
         "lossless": sum(_true(r["lossless"]) for r in rows),
     }

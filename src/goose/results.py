@@ -1,4 +1,4 @@
-"""Per-prompt result rows on disk: append-only CSV, resumable, and the AR reference store."""
+"""On disk: per-prompt result rows (append-only CSV, resumable), AR references and timings, the run lock."""
 
 from __future__ import annotations
 
@@ -62,22 +62,18 @@ class ResultsFile:
 
 
 class ReferenceStore:
-    """AR greedy outputs and timings, one JSON file per (model, benchmark, settings, prompt).
+    """AR tokens, one JSON file per reference key: a digest of everything that decides them
+    (model content, prompt token ids, dtype, device, threads, backend, max_new_tokens, stop
+    ids, library versions). Two prompts share a reference only if their tokens are the same."""
 
-    Computed once and reused by every method of every sweep, for the lossless check and
-    the speedup denominator.
-    """
+    def __init__(self, root: Path):
+        self.root = Path(root)
 
-    def __init__(self, root: Path, key: str):
-        self.dir = Path(root) / key
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
 
-    def _path(self, prompt_id: str) -> Path:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in prompt_id)
-        return self.dir / f"{safe}.json"
-
-    def get(self, prompt_id: str) -> dict | None:
-        p = self._path(prompt_id)
+    def get(self, key: str) -> dict | None:
+        p = self._path(key)
         if not p.exists():
             return None
         try:
@@ -85,8 +81,82 @@ class ReferenceStore:
         except json.JSONDecodeError:
             return None  # a torn write: recompute
 
-    def put(self, prompt_id: str, entry: dict) -> None:
-        p = self._path(prompt_id)
+    def put(self, key: str, entry: dict) -> None:
+        p = self._path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(entry))
         tmp.replace(p)
+
+
+class TimingStore:
+    """Every AR timing ever taken for a reference key, with when, where and how (append-only JSONL)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.jsonl"
+
+    def all(self, key: str) -> list[dict]:
+        p = self._path(key)
+        if not p.exists():
+            return []
+        out = []
+        for line in p.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn line from a killed writer
+        return out
+
+    def add(self, key: str, timing: dict) -> None:
+        p = self._path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(timing) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+
+
+class RunLock:
+    """One writer per run folder: an exclusive OS lock (flock) on <folder>/.lock holding the PID.
+
+    The kernel drops the lock when its process dies, however it dies, so a stale lock file
+    never blocks a rerun. A second process fails at once, naming the holder."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+        import socket
+
+        from goose.errors import GooseError
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / ".lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise GooseError(
+                f"another process (PID {holder}) is writing {self.folder}; wait for it to finish "
+                "(rerunning then skips what it wrote), or use another results_dir."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import fcntl
+
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

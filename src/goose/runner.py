@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import platform
-import statistics
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -14,31 +15,66 @@ from omegaconf import DictConfig, OmegaConf
 
 from goose.benchmarks import Prompt, load_prompts
 from goose.budget import DEFAULT_WIDTHS, AutoBudget, CostCurve
-from goose.decode import Drafter, Generation, generate
+from goose.decode import Drafter, generate
 from goose.engine import Engine
 from goose.errors import GooseError
-from goose.metrics import first_divergence, summarize
-from goose.models import load_model, stop_ids, tokenizer_fingerprint
-from goose.results import ReferenceStore, ResultsFile
+from goose.fingerprints import digest, prompts_fingerprint
+from goose.metrics import first_divergence, speedup_stale, summarize
+from goose.models import (
+    ModelIdentity,
+    identify_model,
+    load_model,
+    resolve_device,
+    resolve_dtype,
+    stop_ids,
+    tokenizer_fingerprint,
+)
+from goose.results import ReferenceStore, ResultsFile, RunLock, TimingStore
+from goose.timing import MODES, Measured, Timer, conditions, device_name
 
-# Keys that change which prompts run or where output goes, not what a row contains.
-NOT_HASHED = ("n_prompts", "results_dir", "logging", "prompt", "warmup", "profile", "data_dir", "trace")
+# Keys that change which prompts run or where output goes, not what a row contains. Paths are
+# left out too: the model's and the prompts' contents are hashed instead (fingerprints).
+NOT_HASHED = ("n_prompts", "results_dir", "run_dir", "logging", "prompt", "prompt_file", "warmup", "data_dir",
+              "trace")
+
+
+def _whole(v, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
 
 
 def validate(cfg: DictConfig) -> None:
+    """Every check that needs no model and no data, so a bad command fails before anything is created."""
     b = cfg.budget
-    if b != "auto" and not (isinstance(b, int) and not isinstance(b, bool) and b >= 1):
+    if b != "auto" and not _whole(b, 1):
         raise GooseError(f"budget must be a whole number of nodes >= 1 or auto (got {b!r}), e.g. budget=60.")
-    if not (isinstance(cfg.max_new_tokens, int) and cfg.max_new_tokens >= 1):
+    if not _whole(cfg.max_new_tokens, 1):
         raise GooseError(f"max_new_tokens must be an integer >= 1 (got {cfg.max_new_tokens!r}).")
-    if cfg.n_prompts is not None and not (isinstance(cfg.n_prompts, int) and cfg.n_prompts >= 1):
+    if cfg.n_prompts is not None and not _whole(cfg.n_prompts, 1):
         raise GooseError(f"n_prompts must be an integer >= 1 or null for all (got {cfg.n_prompts!r}).")
+    if not _whole(cfg.repeats, 1):
+        raise GooseError(f"repeats must be an integer >= 1: timed generations per prompt (got {cfg.repeats!r}).")
+    if not _whole(cfg.warmup, 0):
+        raise GooseError(f"warmup must be an integer >= 0: untimed generations first (got {cfg.warmup!r}).")
+    if cfg.speedup_reference not in MODES:
+        raise GooseError(f"speedup_reference must be one of {', '.join(MODES)} (got {cfg.speedup_reference!r}).")
+    if cfg.prompt is not None and cfg.prompt_file is not None:
+        raise GooseError("give prompt=... or prompt_file=..., not both.")
 
 
-def config_hash(cfg: DictConfig) -> str:
+def resolved_device_dtype(cfg: DictConfig) -> tuple[torch.device, torch.dtype]:
+    device = resolve_device(cfg.device if cfg.device != "auto" else cfg.model.get("device", "auto"))
+    return device, resolve_dtype(cfg.dtype if cfg.dtype != "auto" else cfg.model.get("dtype", "auto"), device)
+
+
+def config_hash(cfg: DictConfig, identity: dict) -> str:
+    """Every key that changes a row, plus what the config points at (model and prompts content,
+    resolved device and dtype, backend)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
     kept = {k: v for k, v in plain.items() if k not in NOT_HASHED}
-    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    for section in ("model", "benchmark"):
+        kept[section] = {k: v for k, v in kept[section].items() if k != "path"}
+    kept.update(identity)
+    return digest(kept, 12)
 
 
 def make_drafter(method: DictConfig) -> Drafter:
@@ -69,10 +105,9 @@ def flat(prefix: str, node) -> dict:
 def environment(device: torch.device, dtype: torch.dtype) -> dict:
     import transformers
 
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
     return {
         "device": str(device),
-        "device_name": name,
+        "device_name": device_name(device),
         "dtype": str(dtype).replace("torch.", ""),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -97,14 +132,18 @@ def select(prompts: list[Prompt], n: int | None) -> list[Prompt]:
     return prompts if n is None else prompts[:n]
 
 
-def row_for(cfg, prompt, ids, gen: Generation, ref: dict, lossless_against: list[int], env, chash) -> dict:
-    div = first_divergence(gen.tokens, lossless_against)
+TOP_LEVEL = ("seed", "chat_template", "repeats", "warmup", "speedup_reference", "profile")
+
+
+def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dict:
+    gen, ar = m.gen, m.ar_timing
+    div = first_divergence(gen.tokens, m.ar_tokens)
     row = {
-        "model": cfg.model.name,
+        "model": run.model.label,
         "benchmark": cfg.benchmark.name,
         "method": cfg.method.name,
         "budget": cfg.budget,
-        "prompt_id": prompt.id,
+        "prompt_id": rid,
         "prompt_tokens": len(ids),
         "new_tokens": len(gen.tokens),
         "steps": gen.steps,
@@ -113,18 +152,30 @@ def row_for(cfg, prompt, ids, gen: Generation, ref: dict, lossless_against: list
         "tokens_per_s": round(gen.tokens_per_s, 4),
         "lossless": div is None,
         "first_divergence": -1 if div is None else div,
-        "ar_tokens_per_s": round(ref["tokens_per_s"], 4),
-        "speedup": round(gen.tokens_per_s / ref["tokens_per_s"], 4) if ref["tokens_per_s"] else 0.0,
+        "speedup": round(ar["wall_s"] / gen.wall_s, 4) if ar and gen.wall_s > 0 else "",
+        "speedup_source": m.source,
+        "ar_wall_s": round(ar["wall_s"], 6) if ar else "",
+        "ar_tokens_per_s": round(ar["tokens_per_s"], 4) if ar else "",
         "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
         "max_new_tokens": cfg.max_new_tokens,
-        "config_hash": chash,
+        "config_hash": run.config_hash,
+        "model_config": cfg.model.name,
+        "model_fingerprint": run.model.fingerprint,
+        "model_source": run.model.description,
+        "prompts_fingerprint": run.prompts_fingerprint,
+        "reference_key": m.key,
+        "timed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **{k: run.conditions[k] for k in ("host", "threads", "backend", "sweep_id")},
+        **{f"ar_{k}": (ar or {}).get(k, "") for k in ("at", "host", "threads", "torch", "backend", "device_name",
+                                                      "sweep_id")},
     }
     row.update(gen.stats)
     row.update(env)
+    row["speedup_stale"] = "" if speedup_stale(row) is None else speedup_stale(row)
     plain = OmegaConf.to_container(cfg, resolve=True)
     for section in ("model", "method", "benchmark"):
         row.update(flat(section, plain[section]))
-    row["seed"] = cfg.seed
+    row.update({k: plain[k] for k in TOP_LEVEL})
     return row
 
 
@@ -147,40 +198,110 @@ def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool
     return tokenizer(raw).input_ids
 
 
-def timed(engine, ids, drafter, cfg, stops) -> Generation:
-    """Generate `repeats` times (tokens are identical); wall time = mean, its std kept."""
-    gens = [generate(engine, ids, drafter, cfg.max_new_tokens, stops) for _ in range(cfg.repeats)]
-    walls = [g.wall_s for g in gens]
-    gen = gens[-1]
-    gen.wall_s = sum(walls) / len(walls)
-    gen.stats["wall_s_std"] = round(statistics.pstdev(walls), 6) if len(walls) > 1 else 0.0
-    return gen
+@dataclass
+class RunIdentity:
+    """What one configuration's rows are keyed by."""
+
+    model: ModelIdentity
+    prompts_fingerprint: str
+    config_hash: str
+    device: torch.device
+    dtype: torch.dtype
+    conditions: dict = field(default_factory=dict)
 
 
-def run(cfg: DictConfig, run_dir: Path) -> dict | None:
+class Interrupted(Exception):
+    """Ctrl-C during a run: the rows written so far are kept."""
+
+    def __init__(self, rows: int, path: Path):
+        super().__init__(f"interrupted: {rows} row(s) kept in {path}; rerun the same command to resume")
+
+
+def default_run_dir(cfg: DictConfig, label: str, chash: str) -> Path:
+    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-N<max_new_tokens>-<config hash>: readable, and
+    one configuration per folder."""
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label)
+    return (Path(cfg.results_dir) / safe / cfg.benchmark.name / cfg.method.name
+            / f"B{cfg.budget}-N{cfg.max_new_tokens}-{chash}")
+
+
+def run(cfg: DictConfig, sweep_id: str = "") -> dict | None:
     """Run one (model, benchmark, method, budget) configuration; return its summary."""
     validate(cfg)
+    device, dtype = resolved_device_dtype(cfg)
     drafter = make_drafter(cfg.method)
-    if cfg.prompt is not None:
+    if cfg.prompt is not None or cfg.prompt_file is not None:
         return run_single(cfg, drafter)
-    prompts = select(load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path")), cfg.n_prompts)
-    chash = config_hash(cfg)
-    results = ResultsFile(run_dir / "results.csv")
-    done = results.done(chash)
-    todo = [p for p in prompts if not all(rid in done for rid, _ in turns_of(p))]
-    if done:
-        print(f"[goose] resuming: {len(done)} row(s) already in {results.path}, {len(todo)} prompt(s) to go",
-              flush=True)
-    if todo:
-        decode_all(cfg, drafter, todo, done, results, run_dir, chash)
+    model = identify_model(cfg.model)
+    every = load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path"))
+    prompts = select(every, cfg.n_prompts)
+    pfp = prompts_fingerprint(every)
+    chash = config_hash(cfg, {"model_fingerprint": model.fingerprint, "prompts_fingerprint": pfp,
+                              "device": device.type, "dtype": str(dtype), "backend": Engine.backend})
+    ident = RunIdentity(model, pfp, chash, device, dtype, conditions(device, Engine.backend, sweep_id))
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, model.label, chash)
+    existed = run_dir.exists()
+    with RunLock(run_dir):
+        results = ResultsFile(run_dir / "results.csv")
+        try:
+            check_one_configuration(results, run_dir, chash)
+            done = results.done(chash)
+            todo = [p for p in prompts if not all(rid in done for rid, _ in turns_of(p))]
+            if done:
+                print(f"[goose] resuming: {len(done)} row(s) already in {results.path}, {len(todo)} prompt(s) to go",
+                      flush=True)
+            if todo:
+                write_config(run_dir, cfg, ident)
+                decode_all(cfg, drafter, todo, done, results, run_dir, ident)
+        except KeyboardInterrupt:
+            kept = len(results.done(chash))
+            if not kept and not existed:
+                remove_empty(run_dir, Path(cfg.results_dir))
+            raise Interrupted(kept, results.path) from None
+        except BaseException:
+            if not existed and not results.rows():
+                remove_empty(run_dir, Path(cfg.results_dir))
+            raise
     rows = [r for r in results.rows() if r.get("config_hash") == chash]
     summary = summarize(rows)
-    summary.update({"model": cfg.model.name, "benchmark": cfg.benchmark.name, "method": cfg.method.name,
-                    "budget": cfg.budget, "config_hash": chash, "run_dir": str(run_dir)})
+    summary.update({"model": model.label, "benchmark": cfg.benchmark.name, "method": cfg.method.name,
+                    "budget": cfg.budget, "config_hash": chash, "speedup_reference": cfg.speedup_reference,
+                    "run_dir": str(run_dir)})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     write_summary_csv(run_dir / "summary.csv", summary)
     print_summary(summary, results.path)
     return summary
+
+
+def check_one_configuration(results: ResultsFile, run_dir: Path, chash: str) -> None:
+    """A run folder holds one configuration: rows of another are never mixed in or reused."""
+    other = sorted({r.get("config_hash") for r in results.rows()} - {chash})
+    if other:
+        raise GooseError(
+            f"{run_dir} holds rows of another configuration (config hash {', '.join(map(str, other))}; this one is "
+            f"{chash}): a different model, prompts file or setting. Use a new results_dir (or run_dir), or delete "
+            "the folder."
+        )
+
+
+def write_config(run_dir: Path, cfg: DictConfig, ident: RunIdentity) -> None:
+    """The resolved config and what it pointed at, beside the rows."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain["identity"] = {"config_hash": ident.config_hash, "model": ident.model.description,
+                         "model_fingerprint": ident.model.fingerprint, "prompts_fingerprint": ident.prompts_fingerprint,
+                         "device": str(ident.device), "dtype": str(ident.dtype).replace("torch.", "")}
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(plain)))
+
+
+def remove_empty(run_dir: Path, stop: Path) -> None:
+    """Undo the folder a failed first run created (its lock and config only), and empty parents up to `stop`."""
+    for name in (".lock", "config.yaml"):
+        (run_dir / name).unlink(missing_ok=True)
+    d = run_dir
+    stop = stop.resolve()
+    while d.resolve() != stop and d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
+        d = d.parent
 
 
 def write_summary_csv(path: Path, summary: dict) -> None:
@@ -192,9 +313,9 @@ def write_summary_csv(path: Path, summary: dict) -> None:
         w.writerow(summary)
 
 
-def load_engine(cfg: DictConfig, drafter: Drafter):
+def load_engine(cfg: DictConfig, drafter: Drafter, identity: ModelIdentity | None = None):
     torch.manual_seed(cfg.seed)
-    model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype)
+    model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype, identity)
     engine = Engine(model, profile=cfg.profile)
     drafter.check_tokenizer(tokenizer_fingerprint(tok))
     if cfg.budget == "auto":
@@ -221,68 +342,83 @@ def cost_curve(engine: Engine, name: str, device: torch.device, dtype: torch.dty
     return curve
 
 
+def single_prompt_text(cfg: DictConfig) -> str:
+    if cfg.prompt_file is None:
+        return str(cfg.prompt)
+    path = Path(os.path.expanduser(str(cfg.prompt_file)))
+    if not path.is_file():
+        raise GooseError(f"prompt_file '{path}' does not exist.")
+    return path.read_text(encoding="utf-8")
+
+
 def run_single(cfg: DictConfig, drafter: Drafter) -> None:
+    text = single_prompt_text(cfg)
     engine, model, tok, _, _ = load_engine(cfg, drafter)
     stops = stop_ids(tok, model)
-    ids = build_input(tok, [], str(cfg.prompt), cfg.chat_template)
-    check_length(Prompt("prompt", str(cfg.prompt)), len(ids), engine.max_positions, cfg)
+    ids = build_input(tok, [], text, cfg.chat_template)
+    check_length("prompt", len(ids), engine.max_positions, cfg)
     gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
     print(tok.decode(gen.tokens, skip_special_tokens=True))
     print(f"\n[{len(gen.tokens)} tokens, {gen.steps} forwards, tau {gen.tau:.2f}, {gen.tokens_per_s:.1f} tokens/s]")
 
 
-def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: ResultsFile, run_dir: Path, chash: str):
+def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict) -> str:
+    """Everything that decides AR's tokens for this input (and the conditions its timing is compared under)."""
+    return digest({"model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
+                   "device": ident.device.type, "device_name": env["device_name"],
+                   "threads": ident.conditions["threads"], "backend": ident.conditions["backend"],
+                   "max_new_tokens": cfg.max_new_tokens, "stops": sorted(stops), "chat_template": cfg.chat_template,
+                   "torch": env["torch"], "transformers": env["transformers"]}, 24)
+
+
+def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: ResultsFile, run_dir: Path,
+               ident: RunIdentity):
     from tqdm import tqdm
 
     from goose.tracking import Tracker
 
-    engine, model, tok, device, dtype = load_engine(cfg, drafter)
+    engine, model, tok, device, dtype = load_engine(cfg, drafter, ident.model)
     stops = stop_ids(tok, model)
     env = environment(device, dtype)
-    ref_key = f"{cfg.model.name}/{cfg.benchmark.name}/{env['dtype']}-{device.type}-N{cfg.max_new_tokens}"
-    ref_key += "-chat" if cfg.chat_template else ""
-    refs = ReferenceStore(Path(cfg.results_dir) / "references", ref_key)
+    refs = Path(cfg.results_dir) / "references"
+    timer = Timer(engine, cfg.max_new_tokens, stops, cfg.repeats, cfg.speedup_reference, ident.conditions,
+                  ReferenceStore(refs), TimingStore(refs / "timings"), trace=cfg.trace)
+    for p in todo:  # refuse an over-long prompt before spending time on the others
+        check_length(p.id, len(build_input(tok, [], p.text, cfg.chat_template)), engine.max_positions, cfg)
     if cfg.warmup:
         warm = build_input(tok, [], todo[0].text, cfg.chat_template)
         for _ in range(cfg.warmup):
             generate(engine, warm, Drafter(), min(16, cfg.max_new_tokens), stops)
     w = cfg.logging.wandb
-    tracker = Tracker(w.mode, w.project, run_name(cfg), f"{cfg.model.name}/{cfg.benchmark.name}",
+    tracker = Tracker(w.mode, w.project, run_name(cfg, ident.model.label), f"{ident.model.label}/{cfg.benchmark.name}",
                       OmegaConf.to_container(cfg, resolve=True), run_dir, w.get("entity"))
-    is_ar = drafter.name == "ar"
     logged = []
     bar = tqdm(todo, desc=f"{cfg.method.name} on {cfg.benchmark.name}", unit="prompt", file=sys.stderr)
-    for prompt in bar:
-        history: list[tuple[str, str]] = []
-        for rid, text in turns_of(prompt):
-            ids = build_input(tok, history, text, cfg.chat_template)
-            check_length(prompt, len(ids), engine.max_positions, cfg)
-            ref = refs.get(rid)
-            if ref is None and not is_ar:
-                ar = timed(engine, ids, Drafter(), cfg, stops)
-                ref = {"tokens": ar.tokens, "tokens_per_s": ar.tokens_per_s, "wall_s": ar.wall_s}
-                refs.put(rid, ref)
-            if cfg.trace and hasattr(drafter, "trace"):
-                drafter.trace = []
-            gen = timed(engine, ids, drafter, cfg, stops)
-            if cfg.trace and getattr(drafter, "trace", None) is not None:
-                write_trace(run_dir / "trace.jsonl", rid, drafter.trace)
-                drafter.trace = None
-            if is_ar:
-                # Comparing AR with itself proves nothing: check it against HF generate instead.
-                ref = {"tokens": gen.tokens, "tokens_per_s": gen.tokens_per_s, "wall_s": gen.wall_s}
-                refs.put(rid, ref)
-                against = hf_greedy(model, ids, cfg.max_new_tokens, stops)
-            else:
-                against = ref["tokens"]
-            if rid not in done:
-                row = row_for(cfg, Prompt(rid, text), ids, gen, ref, against, env, chash)
-                results.append(row)
-                tracker.log_prompt(len(logged), row)
-                logged.append(row)
-            history.append((text, tok.decode(gen.tokens, skip_special_tokens=True)))
-    rows = [r for r in results.rows() if r.get("config_hash") == chash]
-    tracker.finish(summarize(rows), logged)
+    turn = 0
+    try:
+        for prompt in bar:
+            history: list[tuple[str, str]] = []
+            for rid, text in turns_of(prompt):
+                ids = build_input(tok, history, text, cfg.chat_template)
+                check_length(rid, len(ids), engine.max_positions, cfg)
+                m = timer.measure(ids, drafter, reference_key(ident, ids, cfg, stops, env), turn)
+                turn += 1
+                if cfg.trace and getattr(drafter, "trace", None) is not None:
+                    write_trace(run_dir / "trace.jsonl", rid, drafter.trace)
+                    drafter.trace = None
+                if drafter.name == "ar":
+                    # Comparing AR with itself proves nothing: check it against HF generate instead.
+                    m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops)
+                if rid not in done:
+                    row = row_for(cfg, rid, ids, m, env, ident)
+                    results.append(row)
+                    tracker.log_prompt(len(logged), row)
+                    logged.append(row)
+                history.append((text, tok.decode(m.gen.tokens, skip_special_tokens=True)))
+    finally:
+        bar.close()
+        rows = [r for r in results.rows() if r.get("config_hash") == ident.config_hash]
+        tracker.finish(summarize(rows), logged)
 
 
 def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
@@ -291,26 +427,40 @@ def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
             f.write(json.dumps({"prompt_id": prompt_id, "step": i, **step}) + "\n")
 
 
-def run_name(cfg: DictConfig) -> str:
-    return f"{cfg.model.name}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-N{cfg.max_new_tokens}"
+def run_name(cfg: DictConfig, label: str) -> str:
+    return f"{label}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-N{cfg.max_new_tokens}"
 
 
-def check_length(prompt: Prompt, n: int, limit: int | None, cfg: DictConfig) -> None:
-    margin = (cfg.budget if cfg.budget != "auto" else 64) + 128  # budget extension and long chains
-    if limit is not None and n + cfg.max_new_tokens + margin > limit:
+def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig) -> None:
+    if limit is None:
+        return
+    drafts = (cfg.budget if cfg.budget != "auto" else 64) + 128  # the budget, chain extension and long chains
+    if drafts + 1 >= limit:
         raise GooseError(
-            f"prompt '{prompt.id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
-            f"up to {margin} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
+            f"budget={cfg.budget} is too large for this model: a draft may take up to {drafts} positions "
+            f"(the budget plus 128 for chain extension), which does not fit its context of {limit} tokens. "
+            f"Use budget={max(1, limit - 128 - 2)} or less."
+        )
+    if n + cfg.max_new_tokens + drafts > limit:
+        raise GooseError(
+            f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
+            f"up to {drafts} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
             "shorten the prompt."
         )
 
 
 def print_summary(s: dict, path: Path) -> None:
+    if s["speedup_prompts"]:
+        speed = (f"speedup vs AR {s['speedup']:.3f}x ({s['speedup_reference']} AR timing, "
+                 f"{s['speedup_prompts']}/{s['prompts']} prompts)")
+    else:
+        speed = f"speedup vs AR not measured (speedup_reference={s['speedup_reference']})"
+    stale = f", {s['speedup_stale']} stale timing(s) left out" if s["speedup_stale"] else ""
     print(
         f"\n{s['method']} on {s['benchmark']} ({s['model']}, B={s['budget']}): {s['prompts']} prompts, "
         f"{s['new_tokens']} tokens\n"
         f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
-        f"  {s['tokens_per_s']:.2f} tokens/s, speedup vs AR {s['speedup']:.3f}x\n"
+        f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}\n"
         f"  lossless {s['lossless']}/{s['prompts']}\n"
         f"  rows: {path}",
         flush=True,

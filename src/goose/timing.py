@@ -1,0 +1,122 @@
+"""Timed generations and honest speedups.
+
+`speedup_reference` says where a row's AR timing comes from:
+- `interleaved` (default): AR and the method run in this process, on the same prompt, back
+  to back (which goes first alternates), `repeats` times each. Doubles a sweep's cost.
+- `cached`: an AR timing from the store, only if it was taken by this sweep (one Hydra
+  multirun) on this host with the same threads, torch, backend and device; else AR is timed
+  afresh and stored.
+- `none`: no timing of AR; tau only (AR still runs once, untimed, if no reference tokens exist).
+Every timing records when, where and how it was taken.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from goose.decode import Drafter, Generation, generate
+from goose.metrics import SAME_CONDITIONS
+from goose.results import ReferenceStore, TimingStore
+
+MODES = ("interleaved", "cached", "none")
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+
+
+def conditions(device: torch.device, backend: str, sweep_id: str) -> dict:
+    """Where and how a timing is taken; rows and stored AR timings carry these."""
+    return {"host": socket.gethostname(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "backend": backend, "device_name": device_name(device), "sweep_id": sweep_id}
+
+
+def combine(gens: list[Generation]) -> Generation:
+    """Repeats of one generation (identical tokens): wall time = mean, its std kept."""
+    walls = [g.wall_s for g in gens]
+    gen = gens[-1]
+    gen.wall_s = sum(walls) / len(walls)
+    gen.stats["wall_s_std"] = round(statistics.pstdev(walls), 6) if len(walls) > 1 else 0.0
+    return gen
+
+
+def stamp(gen: Generation, repeats: int, cond: dict) -> dict:
+    return {"wall_s": gen.wall_s, "wall_s_std": gen.stats.get("wall_s_std", 0.0), "tokens": len(gen.tokens),
+            "tokens_per_s": gen.tokens_per_s, "repeats": repeats, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "pid": os.getpid(), **cond}
+
+
+@dataclass
+class Measured:
+    gen: Generation  # the method's generation (the last repeat's tokens and stats, mean wall time)
+    ar_tokens: list[int] | None  # AR's greedy tokens (from this run or the reference store)
+    ar_timing: dict | None  # the AR timing the speedup divides by
+    source: str  # interleaved | cached | self | none
+    key: str  # the reference key both were stored under
+
+
+class Timer:
+    """Times one method against AR per prompt, under one `speedup_reference` mode."""
+
+    def __init__(self, engine, max_new_tokens: int, stops: frozenset[int], repeats: int, mode: str, cond: dict,
+                 refs: ReferenceStore, timings: TimingStore, trace: bool = False):
+        self.engine, self.n, self.stops, self.repeats = engine, max_new_tokens, stops, repeats
+        self.mode, self.cond, self.refs, self.timings, self.trace = mode, cond, refs, timings, trace
+        self.ar = Drafter()
+
+    def _gen(self, ids: list[int], drafter: Drafter) -> Generation:
+        if self.trace and hasattr(drafter, "trace"):
+            drafter.trace = []  # keep the last repeat's steps only
+        return generate(self.engine, ids, drafter, self.n, self.stops)
+
+    def _store(self, key: str, ar: Generation) -> dict:
+        timing = stamp(ar, self.repeats, self.cond)
+        self.timings.add(key, timing)
+        if (self.refs.get(key) or {}).get("tokens") != ar.tokens:
+            self.refs.put(key, {"tokens": ar.tokens})
+        return timing
+
+    def _cached_timing(self, key: str) -> dict | None:
+        keys = (*SAME_CONDITIONS, "sweep_id")
+        found = [t for t in self.timings.all(key)
+                 if t.get("repeats") == self.repeats and all(str(t.get(k)) == str(self.cond[k]) for k in keys)]
+        return found[-1] if found else None
+
+    def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int) -> Measured:
+        """`turn` alternates who goes first under `interleaved`."""
+        if drafter.name == "ar":
+            gen = combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+            return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
+        if self.mode == "interleaved":
+            ars, gens = [], []
+            for r in range(self.repeats):
+                if (turn + r) % 2 == 0:
+                    ars.append(self._gen(ids, self.ar))
+                    gens.append(self._gen(ids, drafter))
+                else:
+                    gens.append(self._gen(ids, drafter))
+                    ars.append(self._gen(ids, self.ar))
+            ar = combine(ars)
+            return Measured(combine(gens), ar.tokens, self._store(key, ar), "interleaved", key)
+        if self.mode == "cached":
+            timing = self._cached_timing(key)
+            ref = self.refs.get(key)
+            if timing is None or ref is None:
+                ar = combine([self._gen(ids, self.ar) for _ in range(self.repeats)])
+                timing, ref = self._store(key, ar), {"tokens": ar.tokens}
+            gen = combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+            return Measured(gen, ref["tokens"], timing, "cached", key)
+        ref = self.refs.get(key)
+        if ref is None:  # tau needs no timing, but losslessness needs AR's tokens
+            ar = self._gen(ids, self.ar)
+            self.refs.put(key, {"tokens": ar.tokens})
+            ref = {"tokens": ar.tokens}
+        gen = combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+        return Measured(gen, ref["tokens"], None, "none", key)
