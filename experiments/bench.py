@@ -31,7 +31,7 @@ from goose.budget import AutoBudget  # noqa: E402
 from goose.decode import Drafter, generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
-from goose.models import load_model, stop_ids  # noqa: E402
+from goose.models import identify_model, load_model, stop_ids  # noqa: E402
 from goose.runner import cost_curve, hf_greedy  # noqa: E402
 from goose.spine_tree import GooseDrafter  # noqa: E402
 
@@ -94,7 +94,7 @@ def main() -> None:
         ap.exit(2, f"error: {e}\n")
     stops = stop_ids(tok, model)
     engine = Engine(model)
-    curve = cost_curve(engine, cfg.name, device, dtype)
+    curve = cost_curve(engine, identify_model(cfg), device, dtype)
     ours = our_methods(curve)
     N = args.max_new_tokens
 

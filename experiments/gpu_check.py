@@ -26,7 +26,7 @@ from goose.benchmarks import load_prompts  # noqa: E402
 from goose.budget import AutoBudget  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.metrics import first_divergence  # noqa: E402
-from goose.models import load_model, stop_ids  # noqa: E402
+from goose.models import identify_model, load_model, stop_ids  # noqa: E402
 from goose.runner import cost_curve, hf_greedy  # noqa: E402
 
 
@@ -79,7 +79,7 @@ def main() -> int:
         engine = Engine(model)
         prompts = [tok(t).input_ids for t in texts]
         refs = [hf_greedy(model, ids, args.max_new_tokens, stops) for ids in prompts]
-        curve = cost_curve(engine, cfg.name, device, dt)
+        curve = cost_curve(engine, identify_model(cfg), device, dt)
         print(f"\n{dtype}: cost(T)/cost(1) = " + ", ".join(f"T={w}: {s / curve.seconds[0]:.2f}"
                                                          for w, s in zip(curve.widths, curve.seconds)))
         print("| method | tau | tokens/s | x AR | identical prompts | token match | first divergence |")

@@ -64,3 +64,52 @@ def test_auto_budget_is_lossless(tiny, prompts, make):
 def test_engine_measures_a_rising_cost_curve(tiny):
     secs = Engine(tiny).measure_cost([1, 64], context_len=32, repeats=2)
     assert len(secs) == 2 and all(s > 0 for s in secs)
+
+
+def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkeypatch):
+    import torch
+
+    from goose.models import ModelIdentity
+    from goose.runner import cost_curve
+
+    class Engine:
+        backend = "eager"
+        calls = 0
+
+        def measure_cost(self, widths):
+            Engine.calls += 1
+            return [0.01 * w for w in widths]
+
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path))
+    a = ModelIdentity("model", "aaaa", "/x/model", "hf", "/x/model")
+    b = ModelIdentity("model", "bbbb", "/y/model", "hf", "/y/model")  # same name, other weights
+    cpu = torch.device("cpu")
+    first = cost_curve(Engine(), a, cpu, torch.float32)
+    again = cost_curve(Engine(), a, cpu, torch.float32)
+    assert Engine.calls == 1 and again.seconds == first.seconds
+    cost_curve(Engine(), b, cpu, torch.float32)
+    cost_curve(Engine(), a, cpu, torch.float16)
+    assert Engine.calls == 3
+    names = sorted(p.name for p in (tmp_path / "profiles").iterdir())
+    assert len(names) == 3 and sum("aaaa" in n for n in names) == 2 and all("threads" in n for n in names)
+
+
+@pytest.mark.parametrize("make", [lambda: GooseDrafter(budget="auto"), lambda: BalancedTreeDrafter(3, budget="auto")])
+def test_auto_budget_decisions_depend_on_the_prompt_only(tiny, prompts, make):
+    """A prompt decoded after others (one drafter, one process) gets the same drafts as when it runs alone:
+    resumed runs, n_prompts and prompt order cannot change a row."""
+    curve = CostCurve([1, 8, 32, 64], [1.0, 1.3, 2.0, 3.0])
+    engine = Engine(tiny)
+
+    def fresh():
+        d = make()
+        d.enable_auto_budget(AutoBudget(curve))
+        return d
+
+    alone = generate(engine, prompts[-1], fresh(), 40)
+    d = fresh()
+    for p in prompts[:-1]:
+        generate(engine, p, d, 40)
+    after = generate(engine, prompts[-1], d, 40)
+    assert (after.tokens, after.steps, after.widths) == (alone.tokens, alone.steps, alone.widths)
+    assert after.stats["auto_budget_mean"] == alone.stats["auto_budget_mean"]

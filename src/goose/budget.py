@@ -87,6 +87,10 @@ class AutoBudget:
     def __init__(self, cost: CostCurve, overhead_s: float = 0.0):
         self.cost = cost
         self.overhead_s = overhead_s
+        self.reset()
+
+    def reset(self) -> None:
+        """A new prompt: forget what was learned (the cost curve is the hardware's and stays)."""
         self.model = AcceptanceModel()
         self.chosen: list[int] = []
 

@@ -315,22 +315,25 @@ def write_summary_csv(path: Path, summary: dict) -> None:
 
 def load_engine(cfg: DictConfig, drafter: Drafter, identity: ModelIdentity | None = None):
     torch.manual_seed(cfg.seed)
+    identity = identity or identify_model(cfg.model)
     model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype, identity)
     engine = Engine(model, profile=cfg.profile)
     drafter.check_tokenizer(tokenizer_fingerprint(tok))
     if cfg.budget == "auto":
         if not hasattr(drafter, "enable_auto_budget"):
             raise GooseError(f"budget=auto needs a tree drafter (goose, tr, iso3, iso5, pld); not '{cfg.method.name}'.")
-        drafter.enable_auto_budget(AutoBudget(cost_curve(engine, cfg.model.name, device, dtype)))
+        drafter.enable_auto_budget(AutoBudget(cost_curve(engine, identity, device, dtype)))
     return engine, model, tok, device, dtype
 
 
-def cost_curve(engine: Engine, name: str, device: torch.device, dtype: torch.dtype) -> CostCurve:
-    """The verification cost curve of this model on this machine, measured once and cached."""
+def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> CostCurve:
+    """The verification cost curve of this model on this machine, measured once and cached, keyed by
+    the model's content, device, dtype, threads, backend and torch version."""
     from goose.models import cache_root
 
     where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
-    key = f"{name}-{where}-{str(dtype).replace('torch.', '')}-threads{torch.get_num_threads()}.json"
+    key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
+           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}.json")
     path = cache_root() / "profiles" / key
     if path.is_file():
         return CostCurve.load(path)

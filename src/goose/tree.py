@@ -80,6 +80,10 @@ class HarvestingDrafter(Drafter):
     def start(self, context: list[int], prefill: Verification) -> None:
         if not self.keep_table:
             self.table.clear()
+        if self.auto is not None:
+            # Learned per prompt: a prompt's drafts never depend on which prompts ran before it
+            # (a resumed run, n_prompts or another order give the same rows).
+            self.auto.reset()
         prompt = context[:-1]
         if prefill.topk_ids is not None:
             prev = [None, *prompt[:-1]]
