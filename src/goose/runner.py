@@ -439,10 +439,11 @@ def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig) -> 
         return
     drafts = (cfg.budget if cfg.budget != "auto" else 64) + 128  # the budget, chain extension and long chains
     if drafts + 1 >= limit:
+        fix = (f"Use budget={limit - 130} or less." if limit > 130 else
+               "Its context is too short for tree drafts: use method=ar.")
         raise GooseError(
             f"budget={cfg.budget} is too large for this model: a draft may take up to {drafts} positions "
-            f"(the budget plus 128 for chain extension), which does not fit its context of {limit} tokens. "
-            f"Use budget={max(1, limit - 128 - 2)} or less."
+            f"(the budget plus 128 for chain extension), which does not fit its context of {limit} tokens. {fix}"
         )
     if n + cfg.max_new_tokens + drafts > limit:
         raise GooseError(
