@@ -266,6 +266,7 @@ def run(cfg: DictConfig, sweep_id: str = "") -> dict | None:
     summary = summarize(rows)
     summary.update({"model": model.label, "benchmark": cfg.benchmark.name, "method": cfg.method.name,
                     "budget": cfg.budget, "config_hash": chash, "speedup_reference": cfg.speedup_reference,
+                    "speedup_sources": ",".join(sorted({str(r.get("speedup_source")) for r in rows})),
                     "run_dir": str(run_dir)})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     write_summary_csv(run_dir / "summary.csv", summary)
@@ -455,7 +456,8 @@ def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig) -> 
 
 def print_summary(s: dict, path: Path) -> None:
     if s["speedup_prompts"]:
-        speed = (f"speedup vs AR {s['speedup']:.3f}x ({s['speedup_reference']} AR timing, "
+        how = "AR is the method" if s["speedup_sources"] == "self" else f"{s['speedup_sources']} AR timing"
+        speed = (f"speedup vs AR {s['speedup']:.3f}x ({how}, "
                  f"{s['speedup_prompts']}/{s['prompts']} prompts)")
     else:
         speed = f"speedup vs AR not measured (speedup_reference={s['speedup_reference']})"
