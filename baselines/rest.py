@@ -235,21 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--max-files", type=int, default=None)
     b.add_argument("--max-tokens", type=int, default=20_000_000)
     args = ap.parse_args(argv)
-    from omegaconf import OmegaConf
     from transformers import AutoTokenizer
 
-    from goose.models import model_folder
+    from goose.models import model_config, model_folder
 
-    root = Path(__file__).resolve().parents[1]
-    models = sorted(p.stem for p in (root / "conf" / "model").glob("*.yaml"))
-    if args.model not in models:
-        print(f"error: unknown model '{args.model}'; choose one of {', '.join(models)} "
-              "(hf and gguf take --model-path)", file=sys.stderr)
-        return 2
-    cfg = OmegaConf.load(root / "conf" / "model" / f"{args.model}.yaml")
-    if args.model_path:
-        cfg.path = args.model_path
     try:
+        cfg = model_config(args.model, args.model_path)
         tok = AutoTokenizer.from_pretrained(model_folder(cfg))
         out = Path(args.out) if args.out else default_folder(cfg.name, args.corpus)
         meta = build(tok, cfg.name, args.corpus, out, args.max_files, args.max_tokens)

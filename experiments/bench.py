@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
@@ -31,7 +30,7 @@ from goose.budget import AutoBudget  # noqa: E402
 from goose.decode import Drafter, generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
-from goose.models import identify_model, load_model, stop_ids  # noqa: E402
+from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402
 from goose.runner import cost_curve, hf_greedy  # noqa: E402
 from goose.spine_tree import GooseDrafter  # noqa: E402
 
@@ -59,8 +58,7 @@ HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
 
 def check_names(ap: argparse.ArgumentParser, args) -> None:
     """Unknown names are an error that lists the valid ones; none is dropped silently."""
-    models = sorted(p.stem for p in (ROOT / "conf" / "model").glob("*.yaml"))
-    checks = [("--model", [args.model], models), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
+    checks = [("--model", [args.model], model_config_names()), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
               ("--methods", args.methods or [], [*HF_METHODS, *our_methods(None)])]
     for flag, given, valid in checks:
         bad = [x for x in given if x not in valid]
@@ -84,10 +82,8 @@ def main() -> None:
     args = ap.parse_args()
     check_names(ap, args)
 
-    cfg = OmegaConf.load(ROOT / "conf" / "model" / f"{args.model}.yaml")
-    if args.model_path:
-        cfg.path = args.model_path
     try:
+        cfg = model_config(args.model, args.model_path)
         model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
         prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
     except GooseError as e:

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
@@ -26,7 +25,7 @@ from goose.benchmarks import load_prompts  # noqa: E402
 from goose.budget import AutoBudget  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.metrics import first_divergence  # noqa: E402
-from goose.models import identify_model, load_model, stop_ids  # noqa: E402
+from goose.models import identify_model, load_model, model_config, stop_ids  # noqa: E402
 from goose.runner import cost_curve, hf_greedy  # noqa: E402
 
 
@@ -68,7 +67,7 @@ def main() -> int:
         return 2
     from goose.decode import generate
 
-    cfg = OmegaConf.load(ROOT / "conf" / "model" / "smollm2-135m.yaml")
+    cfg = model_config("smollm2-135m")
     texts = [p.text for b in ("humaneval", "gsm8k", "mt_bench") for p in load_prompts(b)[: args.n_prompts]]
     where = torch.cuda.get_device_name() if args.device == "cuda" else args.device
     print(f"{where}: {len(texts)} prompts x {args.max_new_tokens} tokens")

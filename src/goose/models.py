@@ -188,10 +188,30 @@ def identify_model(cfg) -> ModelIdentity:
     raise GooseError(f"unknown model source '{source}' (gguf_package, gguf, hf, hub).")
 
 
-def model_folder(cfg) -> str:
+def model_folder(cfg, identity: ModelIdentity | None = None) -> str:
     """Where the HF weights for this model config live (converting GGUF if needed)."""
-    ident = identify_model(cfg)
+    ident = identity or identify_model(cfg)
     return str(converted_gguf(Path(ident.where))) if ident.kind == "gguf" else ident.where
+
+
+MODEL_CONFIGS = Path(__file__).resolve().parents[2] / "conf" / "model"
+
+
+def model_config_names() -> list[str]:
+    return sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml"))
+
+
+def model_config(name: str, path: str | None = None):
+    """A conf/model config by name (for scripts outside Hydra); `path` for model=hf/gguf."""
+    from omegaconf import OmegaConf
+
+    names = model_config_names()
+    if name not in names:
+        raise GooseError(f"unknown model '{name}'; choose one of {', '.join(names)} (hf and gguf take a path)")
+    cfg = OmegaConf.load(MODEL_CONFIGS / f"{name}.yaml")
+    if path:
+        cfg.path = path
+    return cfg
 
 
 def load_model(cfg, device: str = "auto", dtype: str = "auto", identity: ModelIdentity | None = None):
@@ -201,7 +221,7 @@ def load_model(cfg, device: str = "auto", dtype: str = "auto", identity: ModelId
     dev = resolve_device(device if device != "auto" else cfg.get("device", "auto"))
     dt = resolve_dtype(dtype if dtype != "auto" else cfg.get("dtype", "auto"), dev)
     ident = identity or identify_model(cfg)
-    folder = str(converted_gguf(Path(ident.where))) if ident.kind == "gguf" else ident.where
+    folder = model_folder(cfg, ident)
     kwargs = {"dtype": dt, "attn_implementation": "sdpa"}
     if ident.revision:
         kwargs["revision"] = ident.revision

@@ -20,6 +20,22 @@ def _repair_tail(path: Path) -> None:
         f.truncate(data.rfind(b"\n") + 1)
 
 
+def append_text(path: Path, text: str, sync: bool = False) -> None:
+    """One write with O_APPEND: concurrent appenders never interleave inside a line."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sharded(root: Path, key: str, suffix: str) -> Path:
+    """<root>/<first two characters of key>/<key><suffix>: keeps folders small."""
+    return Path(root) / key[:2] / f"{key}{suffix}"
+
+
 class ResultsFile:
     """One CSV, one row per prompt. Each row is written with a single append + fsync."""
 
@@ -53,12 +69,7 @@ class ResultsFile:
         if extra:
             raise ValueError(f"row has columns the CSV lacks: {extra}; use a fresh run folder")
         csv.DictWriter(buf, fieldnames=header).writerow(row)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, buf.getvalue().encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_text(self.path, buf.getvalue(), sync=True)
 
 
 class ReferenceStore:
@@ -70,7 +81,7 @@ class ReferenceStore:
         self.root = Path(root)
 
     def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        return sharded(self.root, key, ".json")
 
     def get(self, key: str) -> dict | None:
         p = self._path(key)
@@ -96,7 +107,7 @@ class TimingStore:
         self.root = Path(root)
 
     def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.jsonl"
+        return sharded(self.root, key, ".jsonl")
 
     def all(self, key: str) -> list[dict]:
         p = self._path(key)
@@ -113,11 +124,7 @@ class TimingStore:
     def add(self, key: str, timing: dict) -> None:
         p = self._path(key)
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (json.dumps(timing) + "\n").encode("utf-8"))
-        finally:
-            os.close(fd)
+        append_text(p, json.dumps(timing) + "\n")
 
 
 class RunLock:

@@ -171,7 +171,8 @@ def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dic
     }
     row.update(gen.stats)
     row.update(env)
-    row["speedup_stale"] = "" if speedup_stale(row) is None else speedup_stale(row)
+    stale = speedup_stale(row)
+    row["speedup_stale"] = "" if stale is None else stale
     plain = OmegaConf.to_container(cfg, resolve=True)
     for section in ("model", "method", "benchmark"):
         row.update(flat(section, plain[section]))
@@ -410,7 +411,7 @@ def decode_all(cfg, drafter, todo: list[Prompt], done: set[str], results: Result
                 if cfg.trace and getattr(drafter, "trace", None) is not None:
                     write_trace(run_dir / "trace.jsonl", rid, drafter.trace)
                     drafter.trace = None
-                if drafter.name == "ar":
+                if m.source == "self":
                     # Comparing AR with itself proves nothing: check it against HF generate instead.
                     m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops)
                 if rid not in done:

@@ -76,6 +76,9 @@ class Timer:
             drafter.trace = []  # keep the last repeat's steps only
         return generate(self.engine, ids, drafter, self.n, self.stops)
 
+    def _repeated(self, ids: list[int], drafter: Drafter) -> Generation:
+        return combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+
     def _store(self, key: str, ar: Generation) -> dict:
         timing = stamp(ar, self.repeats, self.cond)
         self.timings.add(key, timing)
@@ -92,7 +95,7 @@ class Timer:
     def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int) -> Measured:
         """`turn` alternates who goes first under `interleaved`."""
         if drafter.name == "ar":
-            gen = combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+            gen = self._repeated(ids, drafter)
             return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
         if self.mode == "interleaved":
             ars, gens = [], []
@@ -109,14 +112,14 @@ class Timer:
             timing = self._cached_timing(key)
             ref = self.refs.get(key)
             if timing is None or ref is None:
-                ar = combine([self._gen(ids, self.ar) for _ in range(self.repeats)])
+                ar = self._repeated(ids, self.ar)
                 timing, ref = self._store(key, ar), {"tokens": ar.tokens}
-            gen = combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+            gen = self._repeated(ids, drafter)
             return Measured(gen, ref["tokens"], timing, "cached", key)
         ref = self.refs.get(key)
         if ref is None:  # tau needs no timing, but losslessness needs AR's tokens
             ar = self._gen(ids, self.ar)
             self.refs.put(key, {"tokens": ar.tokens})
             ref = {"tokens": ar.tokens}
-        gen = combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+        gen = self._repeated(ids, drafter)
         return Measured(gen, ref["tokens"], None, "none", key)
