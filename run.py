@@ -27,6 +27,12 @@ else:
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    # A user's config folder (hydra.searchpath=[file:///DIR]) may hold the drafter's .py beside method/NAME.yaml.
+    for entry in HydraConfig.get().searchpath:
+        if entry.startswith("file://"):
+            sys.path.append(entry[len("file://"):])
     try:
         run(cfg, sweep_id)
     except GooseError as e:

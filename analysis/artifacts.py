@@ -22,7 +22,7 @@ from analysis.paper import (  # noqa: E402
     TABLE1_MACRO_GAIN_PCT,
     TABLE1_TAU,
 )
-from goose.metrics import summarize  # noqa: E402
+from goose.metrics import FIXED, summarize  # noqa: E402
 
 ABLATIONS = {
     "goose-no-spine-branches": "no spine branches (rho = 0)",
@@ -249,16 +249,24 @@ def plot_figure4(df: pd.DataFrame):
 
 
 def plot_budget_sweep(df: pd.DataFrame):
-    """tau and speedup vs budget B for GOOSE, TR and the balanced trees."""
+    """tau and speedup vs budget B for GOOSE and the balanced trees; TR, whose template no budget
+    changes, as one level across the range."""
     sub = df[df.method.isin(["goose", "tr", "iso3", "iso5"]) & (df.budget.astype(str) != "auto")].copy()
+    fixed = sub[(sub.method == "tr") | (sub.budget.astype(str) == FIXED)]  # older TR rows carry the budget swept
+    sub = sub.drop(fixed.index)
     sub["B"] = sub.budget.astype(int)
     t = by(sub, ["method", "B"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for m, g in t.groupby("method"):
         g = g.sort_values("B")
-        b = g.B if m != "tr" else [81] * len(g)  # TR's template is fixed: 80 drafts + root
         for ax, col in zip(axes, ("tau", "speedup")):
-            ax.plot(b, g[col], marker="o", label=m if m != "tr" else "tr (fixed 81 nodes)")
+            ax.plot(g.B, g[col], marker="o", label=m)
+    span = (t.B.min(), t.B.max()) if len(t) else (1, 81)
+    for m, g in fixed.groupby("method"):
+        level = pooled(g)
+        for ax, col in zip(axes, ("tau", "speedup")):
+            ax.hlines(level[col], *span, linestyles="--", colors="gray",
+                      label=f"{m} (fixed 81-node template)" if m == "tr" else f"{m} (fixed)")
     axes[0].set_ylabel("tau (tokens per forward)")
     axes[1].set_ylabel("speedup over AR (x)")
     axes[1].axhline(1.0, color="black", lw=0.8)
@@ -296,9 +304,10 @@ ARTIFACTS = [*TABLES, *FIGURES]
 
 
 def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]:
-    """Write one artifact. Every artifact but the budget sweep reads the runs at `budget`."""
+    """Write one artifact. Every artifact but the budget sweep reads the runs at `budget` (and those of
+    methods no budget changes: budget=fixed)."""
     if name != "budget_sweep":
-        df = df[df.budget.astype(str) == str(budget)]
+        df = df[df.budget.astype(str).isin([str(budget), FIXED])]
         if df.empty:
             raise SystemExit(f"{name}: no rows at budget {budget}; run its experiment first")
     if name in FIGURES:

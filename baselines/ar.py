@@ -1,6 +1,6 @@
 """Autoregressive decoding: a one-node draft through the shared engine."""
 
-from goose.decode import Drafter
+from goose.drafter import Drafter
 
 
 class ARDrafter(Drafter):

@@ -5,48 +5,78 @@ No spine: the context matcher only sets the budget extension, as it does for GOO
 
 import math
 from collections import deque
+from dataclasses import dataclass
 
 from goose.context_match import ContextMatcher, confidence
+from goose.drafter import Capabilities
+from goose.errors import GooseError
 from goose.spine_tree import successors
-from goose.tree import BRANCH, HarvestingDrafter, TreeNodes
+from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
+
+ADJACENCY = Source("adjacency", scored=True)
 
 
-class BalancedTreeDrafter(HarvestingDrafter):
+@dataclass(frozen=True)
+class BalancedTreeConfig:
+    branching: int = 3
+    budget: int = 60  # nodes incl. root (set from the top-level budget)
+    extension: int = 40
+    max_depth: int = 6
+    k: int = 10
+    min_score: float = 0.01
+    bigram: bool = True
+    prefill_harvest: bool = True
+    ngram_sizes: tuple[int, ...] = (5, 4, 3)
+    max_chain: int = 20
+    long_match: int = 8
+
+    def __post_init__(self):
+        object.__setattr__(self, "ngram_sizes", tuple(self.ngram_sizes))
+        if min(self.branching, self.budget, self.max_depth, self.k, self.max_chain, self.long_match) < 1:
+            raise GooseError("balanced tree: branching, budget, max_depth, k, max_chain, long_match must be >= 1.")
+        if self.extension < 0 or not 0 <= self.min_score <= 1:
+            raise GooseError("balanced tree: extension must be >= 0 and min_score in [0, 1].")
+
+
+class BalancedTreeDrafter(TreeDrafter):
     name = "iso"
+    Config = BalancedTreeConfig
+    sources = (ADJACENCY,)
 
-    def __init__(self, branching: int = 3, budget: int | str = 60, extension: int = 40, max_depth: int = 6,
-                 k: int = 10, min_score: float = 0.01, bigram: bool = True, prefill_harvest: bool = True,
-                 ngram_sizes: tuple[int, ...] = (5, 4, 3), max_chain: int = 20, long_match: int = 8,
-                 auto_max_budget: int = 60):
-        super().__init__(k=k, bigram=bigram, prefill_harvest=prefill_harvest)
-        budget = auto_max_budget if budget == "auto" else int(budget)
-        self.branching, self.budget, self.extension = branching, budget, extension
-        self.max_depth, self.min_score, self.long_match = max_depth, min_score, long_match
-        self.matcher = ContextMatcher(tuple(ngram_sizes), max_chain)
+    def __init__(self, config: BalancedTreeConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        p = self.config
+        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True)
+        self.harvester = AdjacencyHarvester(p.k, p.bigram)
+        self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
+        self.harvester.start(context, prefill)
         self.matcher.reset(context)
 
     def propose(self, context):
         self.matcher.sync(context)
-        root = context[-1]
-        self._root_prev = context[-2] if len(context) > 1 else None
+        p = self.config
         m = self.matcher.match()
-        budget = self.budget + math.floor(confidence(len(m.chain), m.consensus, self.long_match) * self.extension)
-        nodes = TreeNodes(root)
+        budget = p.budget + math.floor(confidence(len(m.chain), m.consensus, p.long_match) * p.extension)
+        nodes = TreeNodes(context[-1], context[-2] if len(context) > 1 else None)
+        table = self.harvester.table
         frontier = deque([0])
         while frontier and len(nodes) < budget:
             v = frontier.popleft()
-            if nodes.depth[v] >= self.max_depth:
+            if nodes.depth[v] >= p.max_depth:
                 continue
-            prev = self._root_prev if v == 0 else nodes.tokens[nodes.parents[v]]
+            prev = nodes.root_prev if v == 0 else nodes.tokens[nodes.parents[v]]
             added = 0
-            for t, s in successors(self.table, prev, nodes.tokens[v], self.min_score):
-                if added >= self.branching or len(nodes) >= budget:
+            for t, s in successors(table, prev, nodes.tokens[v], p.min_score):
+                if added >= p.branching or len(nodes) >= budget:
                     break
                 if not nodes.has_child(v, t):
-                    frontier.append(nodes.add(v, t, BRANCH, s))
+                    frontier.append(nodes.add(v, t, ADJACENCY, s))
                     added += 1
-        self.route = "branch_tree" if len(nodes) > 1 else "ar"
         return self.finish(nodes)
+
+    def accepted(self, result, context) -> None:
+        self.harvester.harvest(self.proposed, result)
+        super().accepted(result, context)

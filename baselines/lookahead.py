@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import torch
 
+from goose.drafter import Capabilities
 from goose.engine import Draft, ancestor_matrix
-from goose.tree import SPINE, HarvestingDrafter, TreeNodes
+from goose.errors import GooseError
+from goose.tree import Source, TreeDrafter, TreeNodes
+
+GUESS = Source("guess")  # an n-gram from the pool, verified as a trie under the root
 
 
 class NGramPool:
@@ -58,36 +63,57 @@ def window_visibility(levels: int, width: int) -> tuple[torch.Tensor, list[int]]
     return vis, depth
 
 
-class LookaheadDrafter(HarvestingDrafter):
-    name = "lookahead"
+@dataclass(frozen=True)
+class LookaheadConfig:
+    ngram: int = 5  # N (Spec-Bench: N=5, W=7, G=7)
+    window: int = 7  # W
+    guesses: int = 7  # G, pooled n-grams per key
+    budget: int = 60  # bounds window + guesses + root (set from the top-level budget)
+    seed: int = 0  # the window's random initial tokens
 
-    def __init__(self, ngram: int = 5, window: int = 7, guesses: int = 7, budget: int | str = 60, seed: int = 0):
-        super().__init__(k=1, bigram=False, prefill_harvest=False)  # k=1: every node's argmax
-        self.N, self.W, self.G = ngram, window, guesses
-        self.budget = 10**9 if budget == "auto" else int(budget)
-        self.seed = seed
+    def __post_init__(self):
+        if self.ngram < 2 or self.window < 1 or self.guesses < 1 or self.budget < 1:
+            raise GooseError("lookahead: need ngram >= 2 and window, guesses, budget >= 1.")
+
+
+class LookaheadDrafter(TreeDrafter):
+    """Not prunable under budget=auto: the window is what produces the guesses, so it is refused."""
+
+    name = "lookahead"
+    Config = LookaheadConfig
+    sources = (GUESS,)
+    capabilities = Capabilities(topk=1, trace=True)  # k=1: every node's argmax feeds the window
+
+    def __init__(self, config: LookaheadConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        p = self.config
+        self.N, self.W, self.G = p.ngram, p.window, p.guesses
+        self.pool = NGramPool(self.G)
+        self.levels: list[list[int]] = []
+        self.window_width = 0  # columns of the window in the draft being verified
+        self.window_cells = 0
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
         self.pool = NGramPool(self.G)
-        rng = random.Random(self.seed)
+        rng = random.Random(self.config.seed)
         prompt = context[:-1]
         self.levels = [[rng.choice(prompt) for _ in range(self.W)] for _ in range(self.N - 1)]
+        self.window_cells = 0
 
     def _width(self) -> int:
         """Window columns that fit the budget (the window goes first, then guesses)."""
-        return max(0, min(self.W, (self.budget - 1) // (self.N - 1)))
+        return max(0, min(self.W, (self.config.budget - 1) // (self.N - 1)))
 
     def propose(self, context: list[int]) -> Draft:
         root = context[-1]
-        self._root_prev = context[-2] if len(context) > 1 else None
         width = self._width()
         levels = self.N - 1
         win_vis, win_depth = window_visibility(levels, width)
         n_win = levels * width
         # Guesses as a trie under the root, within what is left of the budget.
-        trie = TreeNodes(root)
-        room = self.budget - 1 - n_win
+        trie = TreeNodes(root, context[-2] if len(context) > 1 else None)
+        room = self.config.budget - 1 - n_win
         for g in self.pool.guesses(root):
             at = 0
             for t in g:
@@ -95,7 +121,7 @@ class LookaheadDrafter(HarvestingDrafter):
                 if nxt is None:
                     if room <= 0:
                         break
-                    nxt = trie.add(at, t, SPINE)
+                    nxt = trie.add(at, t, GUESS)
                     room -= 1
                 at = nxt
         T = len(trie) + n_win
@@ -107,14 +133,14 @@ class LookaheadDrafter(HarvestingDrafter):
         tokens = trie.tokens + [t for row in self.levels for t in row[:width]]
         parents = trie.parents + [-1] * n_win
         depths = trie.depth + win_depth[1:]
-        self.nodes = trie
-        self._n_trie, self._width_used = n_trie, width
-        self.route = "chain" if n_trie > 1 else "ar"
+        self.proposed = trie
+        self.window_width = width
+        self.window_cells += n_win
         return Draft(tokens, parents, visibility=vis, depths=depths)
 
-    def accepted(self, draft, result, context) -> None:
-        self.record(self.nodes, result.path)
-        width, n0 = self._width_used, self._n_trie
+    def accepted(self, result, context) -> None:
+        super().accepted(result, context)
+        width, n0 = self.window_width, len(self.proposed)
         if not width:
             return
         guess = result.topk_ids[:, 0].tolist()
@@ -122,3 +148,6 @@ class LookaheadDrafter(HarvestingDrafter):
         for j in range(width):
             self.pool.add(tuple(self.levels[m][j] for m in range(self.N - 1)) + (top[j],))
         self.levels = self.levels[1:] + [top + self.levels[-1][width:]]
+
+    def stats(self) -> dict:
+        return {**super().stats(), "window_drafted": self.window_cells}  # window cells are never walked

@@ -1,15 +1,36 @@
 """Prompt Lookup Decoding: a chain copied from the earliest earlier match of the tail n-gram."""
 
+from dataclasses import dataclass
+
 from goose.context_match import ContextMatcher
-from goose.tree import SPINE, HarvestingDrafter, TreeNodes
+from goose.drafter import Capabilities
+from goose.errors import GooseError
+from goose.tree import Source, TreeDrafter, TreeNodes
+
+NGRAM = Source("ngram")  # copied from an earlier occurrence of the tail n-gram
 
 
-class PromptLookupDrafter(HarvestingDrafter):
+@dataclass(frozen=True)
+class PLDConfig:
+    max_ngram: int = 3
+    min_ngram: int = 1
+    num_tokens: int = 10  # draft length (PLD ignores the budget)
+
+    def __post_init__(self):
+        if not 1 <= self.min_ngram <= self.max_ngram or self.num_tokens < 1:
+            raise GooseError("pld: need 1 <= min_ngram <= max_ngram and num_tokens >= 1.")
+
+
+class PromptLookupDrafter(TreeDrafter):
     name = "pld"
+    Config = PLDConfig
+    sources = (NGRAM,)
+    capabilities = Capabilities(auto_budget=True, trace=True)
 
-    def __init__(self, max_ngram: int = 3, min_ngram: int = 1, num_tokens: int = 10):
-        super().__init__(k=0, prefill_harvest=False)
-        self.matcher = ContextMatcher(tuple(range(max_ngram, min_ngram - 1, -1)), num_tokens)
+    def __init__(self, config: PLDConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        p = self.config
+        self.matcher = ContextMatcher(tuple(range(p.max_ngram, p.min_ngram - 1, -1)), p.num_tokens)
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
@@ -17,9 +38,7 @@ class PromptLookupDrafter(HarvestingDrafter):
 
     def propose(self, context):
         self.matcher.sync(context)
-        self._root_prev = None
         nodes = TreeNodes(context[-1])
         for i, t in enumerate(self.matcher.match().chain):
-            nodes.add(i, t, SPINE)
-        self.route = "chain" if len(nodes) > 1 else "ar"
+            nodes.add(i, t, NGRAM)
         return self.finish(nodes)

@@ -24,15 +24,18 @@ import os
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from goose.drafter import Capabilities
 from goose.errors import GooseError
 from goose.models import tokenizer_fingerprint
-from goose.tree import SPINE, HarvestingDrafter, TreeNodes
+from goose.tree import Source, TreeDrafter, TreeNodes
 
 SEP = -1  # between documents: no continuation crosses it
+RETRIEVAL = Source("retrieval")  # a continuation prefix retrieved from the datastore
 
 
 def suffix_array(tokens: np.ndarray) -> np.ndarray:
@@ -125,16 +128,29 @@ def draft_trie(conts: list[tuple[int, ...]], nodes: int) -> list[tuple[int, ...]
     return ranked[:nodes]
 
 
-class RestDrafter(HarvestingDrafter):
-    name = "rest"
+@dataclass(frozen=True)
+class RestConfig:
+    datastore: str  # a folder written by `python -m baselines.rest build`
+    budget: int = 60  # trie nodes incl. root (set from the top-level budget)
+    max_span: int = 16
+    min_span: int = 2
+    continuation: int = 10
+    max_matches: int = 5000
 
-    def __init__(self, datastore: str, budget: int | str = 64, max_span: int = 16, min_span: int = 2,
-                 continuation: int = 10, max_matches: int = 5000):
-        super().__init__(k=0, prefill_harvest=False)
-        self.store = Datastore(datastore)
-        self.nodes_max = 64 if budget == "auto" else int(budget) - 1
-        self.max_span, self.min_span = max_span, min_span
-        self.continuation, self.max_matches = continuation, max_matches
+    def __post_init__(self):
+        if self.budget < 1 or not 1 <= self.min_span <= self.max_span or min(self.continuation, self.max_matches) < 1:
+            raise GooseError("rest: need budget >= 1, 1 <= min_span <= max_span, continuation and max_matches >= 1.")
+
+
+class RestDrafter(TreeDrafter):
+    name = "rest"
+    Config = RestConfig
+    sources = (RETRIEVAL,)
+    capabilities = Capabilities(auto_budget=True, trace=True, tokenizer_bound=True)
+
+    def __init__(self, config: RestConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        self.store = Datastore(self.config.datastore)
 
     def check_tokenizer(self, fingerprint: str) -> None:
         built = self.store.meta.get("tokenizer_fingerprint")
@@ -145,16 +161,15 @@ class RestDrafter(HarvestingDrafter):
             )
 
     def propose(self, context: list[int]):
-        self._root_prev = None
+        p = self.config
         nodes = TreeNodes(context[-1])
-        for span in range(min(self.max_span, len(context)), self.min_span - 1, -1):
-            conts = self.store.continuations(context[-span:], self.continuation, self.max_matches)
+        for span in range(min(p.max_span, len(context)), p.min_span - 1, -1):
+            conts = self.store.continuations(context[-span:], p.continuation, p.max_matches)
             if conts:
                 where = {(): 0}
-                for p in sorted(draft_trie(conts, self.nodes_max), key=lambda p: (len(p), p)):
-                    where[p] = nodes.add(where[p[:-1]], p[-1], SPINE)
+                for prefix in sorted(draft_trie(conts, p.budget - 1), key=lambda q: (len(q), q)):
+                    where[prefix] = nodes.add(where[prefix[:-1]], prefix[-1], RETRIEVAL)
                 break
-        self.route = "branch_tree" if len(nodes) > 1 else "ar"
         return self.finish(nodes)
 
 

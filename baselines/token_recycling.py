@@ -4,10 +4,27 @@ Every forward overwrites each processed token's row with its top-8 next tokens. 
 matrix is kept across prompts by default ("hot start"), as the peers run it.
 """
 
+from dataclasses import dataclass
 
-from goose.tree import BRANCH, HarvestingDrafter, TreeNodes
+from goose.drafter import Capabilities
+from goose.errors import GooseError
+from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
 
+ADJACENCY = Source("adjacency", scored=True)  # a top-k successor from the matrix
 TR_WIDTHS = (8, 21, 25, 15, 8, 3)  # nodes per depth of the "2.2.2" template: 80 + root
+
+
+@dataclass(frozen=True)
+class TRConfig:
+    k: int = 8
+    widths: tuple[int, ...] = TR_WIDTHS  # the template's nodes per depth (TR ignores the budget)
+    cold_start: bool = False  # hot start: one matrix kept across prompts (the peers' setting)
+    prefill_harvest: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "widths", tuple(self.widths))
+        if self.k < 1 or not self.widths or min(self.widths) < 1:
+            raise GooseError("tr: k and every template width must be >= 1.")
 
 
 def tree_template(widths=TR_WIDTHS, k: int = 8, decay: float = 0.55) -> list[tuple[int, ...]]:
@@ -23,29 +40,40 @@ def tree_template(widths=TR_WIDTHS, k: int = 8, decay: float = 0.55) -> list[tup
     return paths
 
 
-class TokenRecyclingDrafter(HarvestingDrafter):
+class TokenRecyclingDrafter(TreeDrafter):
     name = "tr"
+    Config = TRConfig
+    sources = (ADJACENCY,)
 
-    def __init__(self, k: int = 8, widths: tuple[int, ...] = TR_WIDTHS, cold_start: bool = False,
-                 prefill_harvest: bool = True):
-        super().__init__(k=k, bigram=False, prefill_harvest=prefill_harvest, keep_table=not cold_start)
-        self.template = tree_template(tuple(widths), k)
+    def __init__(self, config: TRConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        p = self.config
+        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
+                                         memory=not p.cold_start)
+        self.harvester = AdjacencyHarvester(p.k, bigram=False, keep=not p.cold_start)
+        self.template = tree_template(p.widths, p.k)
+
+    def start(self, context, prefill) -> None:
+        super().start(context, prefill)
+        self.harvester.start(context, prefill)
 
     def propose(self, context):
-        root = context[-1]
-        self._root_prev = context[-2] if len(context) > 1 else None
-        nodes = TreeNodes(root)
+        nodes = TreeNodes(context[-1], context[-2] if len(context) > 1 else None)
+        unigram = self.harvester.table.unigram
         at = {(): 0}
         for path in self.template:
             parent = at.get(path[:-1])
             if parent is None:
                 continue
-            row = self.table.unigram.get(nodes.tokens[parent])
+            row = unigram.get(nodes.tokens[parent])
             if row is None or path[-1] >= len(row[0]):
                 continue
             t = row[0][path[-1]]
             if nodes.has_child(parent, t):
                 continue
-            at[path] = nodes.add(parent, t, BRANCH, row[1][path[-1]])
-        self.route = "branch_tree" if len(nodes) > 1 else "ar"
+            at[path] = nodes.add(parent, t, ADJACENCY, row[1][path[-1]])
         return self.finish(nodes)
+
+    def accepted(self, result, context) -> None:
+        self.harvester.harvest(self.proposed, result)
+        super().accepted(result, context)

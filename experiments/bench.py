@@ -22,48 +22,30 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
-from baselines.balanced_tree import BalancedTreeDrafter  # noqa: E402
-from baselines.pld import PromptLookupDrafter  # noqa: E402
-from baselines.token_recycling import TokenRecyclingDrafter  # noqa: E402
 from goose.benchmarks import LOADERS, load_prompts  # noqa: E402
-from goose.budget import AutoBudget  # noqa: E402
-from goose.decode import Drafter, generate  # noqa: E402
+from goose.budget import cost_curve  # noqa: E402
+from goose.decode import generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
-from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402
-from goose.runner import cost_curve, hf_greedy  # noqa: E402
-from goose.spine_tree import GooseDrafter  # noqa: E402
+from goose.methods import arm, build_drafters, method_names  # noqa: E402
+from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids, tokenizer_fingerprint  # noqa: E402  # noqa: E402
+from goose.timing import hf_greedy  # noqa: E402
 
-
-def our_methods(curve) -> dict:
-    def auto(d):
-        d.enable_auto_budget(AutoBudget(curve))
-        return d
-
-    return {
-        "ar": Drafter(),
-        "pld": PromptLookupDrafter(),
-        "pld-auto": auto(PromptLookupDrafter()),
-        "tr": TokenRecyclingDrafter(),
-        "iso3": BalancedTreeDrafter(3),
-        "goose-B16": GooseDrafter(budget=16),
-        "goose-B32": GooseDrafter(budget=32),
-        "goose-B60": GooseDrafter(budget=60),
-        "goose-auto": auto(GooseDrafter(budget="auto")),
-    }
-
-
+# Methods from conf/method/ (and --search-path folders), as NAME or NAME@BUDGET.
+DEFAULT_METHODS = ("ar", "pld", "pld@auto", "tr", "iso3", "goose@16", "goose@32", "goose@60", "goose@auto")
 HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
 
 
 def check_names(ap: argparse.ArgumentParser, args) -> None:
     """Unknown names are an error that lists the valid ones; none is dropped silently."""
+    methods = [m.partition("@")[0] for m in args.methods or [] if m not in HF_METHODS]
     checks = [("--model", [args.model], model_config_names()), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
-              ("--methods", args.methods or [], [*HF_METHODS, *our_methods(None)])]
+              ("--methods", methods, method_names(args.search_path))]
     for flag, given, valid in checks:
         bad = [x for x in given if x not in valid]
         if bad:
-            ap.error(f"{flag}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(valid)}")
+            ap.error(f"{flag}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(valid)}"
+                     + (" (as NAME or NAME@BUDGET), or hf-greedy, hf-prompt-lookup" if flag == "--methods" else ""))
     if args.repeats < 0 or args.n_prompts < 1 or args.max_new_tokens < 1:
         ap.error("--repeats must be >= 0, --n-prompts and --max-new-tokens >= 1")
 
@@ -75,23 +57,30 @@ def main() -> None:
     ap.add_argument("--n-prompts", type=int, default=10)
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats; 0 runs only the profiled pass")
-    ap.add_argument("--methods", nargs="*", default=None, help="subset of methods to run (default: all)")
+    ap.add_argument("--methods", nargs="*", default=None,
+                    help=f"NAME or NAME@BUDGET from conf/method/ (default: {' '.join(DEFAULT_METHODS)}); "
+                         "hf-greedy and ar always run")
+    ap.add_argument("--search-path", action="append", default=[],
+                    help="an extra config folder holding method/NAME.yaml (as Hydra's hydra.searchpath)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--model-path", default=None, help="for --model hf/gguf: the local folder or GGUF file")
     args = ap.parse_args()
     check_names(ap, args)
 
+    specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
     try:
+        sys.path.extend(args.search_path)  # a user's drafter file may sit beside its YAML
+        built = build_drafters(specs, args.model, args.search_path,
+                               [f"model.path={args.model_path}"] if args.model_path else [])
         cfg = model_config(args.model, args.model_path)
         model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
         prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+        engine = Engine(model)
+        ours = arm(built, lambda: cost_curve(engine, identify_model(cfg), device, dtype), tokenizer_fingerprint(tok))
     except GooseError as e:
         ap.exit(2, f"error: {e}\n")
     stops = stop_ids(tok, model)
-    engine = Engine(model)
-    curve = cost_curve(engine, identify_model(cfg), device, dtype)
-    ours = our_methods(curve)
     N = args.max_new_tokens
 
     def sync():
@@ -114,10 +103,9 @@ def main() -> None:
         return run
 
     runners = {HF_METHODS[0]: hf({}), HF_METHODS[1]: hf({"prompt_lookup_num_tokens": 10})}
+    if args.methods and HF_METHODS[1] not in args.methods:
+        del runners[HF_METHODS[1]]
     runners.update({k: mine(d) for k, d in ours.items()})
-    if args.methods:
-        keep = set(args.methods) | {"hf-greedy", "ar"}
-        runners = {k: v for k, v in runners.items() if k in keep}
     names = list(runners)
 
     for fn in runners.values():  # warm-up
@@ -188,7 +176,7 @@ def main() -> None:
             fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
         if n:
             share = (ov + dr) / (fw + ov + dr)
-            print(f"  {m:11s} {fw / n * 1e3:8.2f} | {ov / n * 1e3:6.2f} | {dr / n * 1e3:6.2f} | {share * 100:5.1f}%")
+            print(f"  {m:12s} {fw / n * 1e3:8.2f} | {ov / n * 1e3:6.2f} | {dr / n * 1e3:6.2f} | {share * 100:5.1f}%")
     engine.profile = False
 
 

@@ -1,7 +1,7 @@
 """GPU check (run by hand on a machine with a CUDA device; never in CI).
 
 For SmolLM2 (the one model such a machine can load without network), in fp32 and fp16:
-every method's tokens (Lookahead and REST included; REST's offline datastore is built if
+every method in conf/method/ and GOOSE under budget=auto (REST included; REST's offline datastore is built if
 missing) against Hugging Face greedy in the same dtype (fp32: must be identical; fp16:
 token match rate and first divergence, since near-ties may flip), and its tokens/s over
 our AR. About 3 minutes on one modern GPU.
@@ -22,11 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from goose.benchmarks import load_prompts  # noqa: E402
-from goose.budget import AutoBudget  # noqa: E402
+from goose.budget import cost_curve  # noqa: E402
 from goose.engine import Engine  # noqa: E402
+from goose.methods import arm, build_drafters, method_names  # noqa: E402
 from goose.metrics import first_divergence  # noqa: E402
-from goose.models import identify_model, load_model, model_config, stop_ids  # noqa: E402
-from goose.runner import cost_curve, hf_greedy  # noqa: E402
+from goose.models import identify_model, load_model, model_config, stop_ids, tokenizer_fingerprint  # noqa: E402
+from goose.timing import hf_greedy  # noqa: E402
 
 
 def rest_datastore(tok) -> Path:
@@ -40,20 +41,9 @@ def rest_datastore(tok) -> Path:
     return folder
 
 
-def methods(curve, datastore: Path):
-    from baselines.balanced_tree import BalancedTreeDrafter
-    from baselines.lookahead import LookaheadDrafter
-    from baselines.pld import PromptLookupDrafter
-    from baselines.rest import RestDrafter
-    from baselines.token_recycling import TokenRecyclingDrafter
-    from goose.decode import Drafter
-    from goose.spine_tree import GooseDrafter
-
-    auto = GooseDrafter(budget="auto")
-    auto.enable_auto_budget(AutoBudget(curve))
-    return {"ar": Drafter(), "pld": PromptLookupDrafter(), "tr": TokenRecyclingDrafter(),
-            "iso3": BalancedTreeDrafter(3), "iso5": BalancedTreeDrafter(5), "lookahead": LookaheadDrafter(),
-            "rest": RestDrafter(str(datastore), budget=60), "goose": GooseDrafter(budget=60), "goose-auto": auto}
+def method_specs() -> list[str]:
+    """Every method in conf/method/ at budget 60, and GOOSE under budget=auto."""
+    return [*method_names(), "goose@auto"]
 
 
 def main() -> int:
@@ -84,7 +74,9 @@ def main() -> int:
         print("| method | tau | tokens/s | x AR | identical prompts | token match | first divergence |")
         print("|---|---|---|---|---|---|---|")
         ar_tps = None
-        for name, d in methods(curve, rest_datastore(tok)).items():
+        rest_datastore(tok)
+        drafters = arm(build_drafters(method_specs(), "smollm2-135m"), lambda c=curve: c, tokenizer_fingerprint(tok))
+        for name, d in drafters.items():
             generate(engine, prompts[0], d, 16, stops)  # warm-up
             toks = steps = same = match = 0
             secs = 0.0

@@ -52,3 +52,18 @@ def run_goose(capsys):
         return summary, capsys.readouterr().out
 
     return go
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory):
+    """A small REST datastore built with the tiny model's byte tokenizer."""
+    from baselines.rest import build
+    from goose.tiny import byte_tokenizer
+
+    corpus = tmp_path_factory.mktemp("corpus")
+    (corpus / "a.py").write_text("def add(a, b):\n    return a + b\n\n" * 5)
+    (corpus / "b.txt").write_text("the cat sat on the mat. the cat ate.\n" * 3)
+    out = tmp_path_factory.mktemp("ds") / "store"
+    meta = build(byte_tokenizer(), "tiny", str(corpus), out, None, 10_000)
+    assert meta["documents"] == 2 and meta["tokens"] > 100
+    return out

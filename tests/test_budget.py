@@ -8,8 +8,8 @@ from baselines.token_recycling import TokenRecyclingDrafter
 from goose.budget import AutoBudget, CostCurve
 from goose.decode import generate
 from goose.engine import Engine
-from goose.spine_tree import GooseDrafter
-from goose.tree import BRANCH, SPINE, TreeNodes
+from goose.spine_tree import BRANCH, SPINE, GooseDrafter
+from goose.tree import TreeNodes
 
 
 def test_cost_curve_interpolates_and_extrapolates():
@@ -50,8 +50,8 @@ def test_flat_cost_keeps_everything_and_pruned_sets_are_ancestor_closed():
     assert all(p < i for i, p in enumerate(medium.parents) if i)
 
 
-@pytest.mark.parametrize("make", [lambda: GooseDrafter(budget="auto"), lambda: BalancedTreeDrafter(3, budget="auto"),
-                                  lambda: TokenRecyclingDrafter()])
+@pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3),
+                                  TokenRecyclingDrafter])
 def test_auto_budget_is_lossless(tiny, prompts, make):
     d = make()
     d.enable_auto_budget(AutoBudget(CostCurve([1, 8, 32, 64], [1.0, 1.3, 2.0, 3.0])))
@@ -61,16 +61,16 @@ def test_auto_budget_is_lossless(tiny, prompts, make):
     assert 1 <= d.stats()["auto_budget_mean"] <= 101
 
 
-def test_engine_measures_a_rising_cost_curve(tiny):
+def test_engine_measures_one_cost_per_width(tiny):
     secs = Engine(tiny).measure_cost([1, 64], context_len=32, repeats=2)
-    assert len(secs) == 2 and all(s > 0 for s in secs)
+    assert len(secs) == 2 and all(s > 0 for s in secs)  # measured; its shape is the hardware's (make bench)
 
 
 def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkeypatch):
     import torch
 
+    from goose.budget import cost_curve
     from goose.models import ModelIdentity
-    from goose.runner import cost_curve
 
     class Engine:
         backend = "eager"
@@ -94,7 +94,7 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
     assert len(names) == 3 and sum("aaaa" in n for n in names) == 2 and all("threads" in n for n in names)
 
 
-@pytest.mark.parametrize("make", [lambda: GooseDrafter(budget="auto"), lambda: BalancedTreeDrafter(3, budget="auto")])
+@pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3)])
 def test_auto_budget_decisions_depend_on_the_prompt_only(tiny, prompts, make):
     """A prompt decoded after others (one drafter, one process) gets the same drafts as when it runs alone:
     resumed runs, n_prompts and prompt order cannot change a row."""

@@ -14,8 +14,7 @@ from goose.adjacency import AdjacencyTable
 from goose.context_match import ContextMatcher, confidence
 from goose.decode import generate
 from goose.engine import Engine
-from goose.spine_tree import GooseDrafter, SpineTreeParams, build_spine_tree
-from goose.tree import BRANCH, SPINE
+from goose.spine_tree import BRANCH, SPINE, GooseConfig, GooseDrafter, build_spine_tree
 
 
 # --- context matcher --------------------------------------------------------------------
@@ -67,15 +66,16 @@ def test_incremental_index_equals_brute_force():
             assert (got.chain, got.n) == brute_match(pool, (5, 4, 3), 20)
 
 
-def test_confidence_breakpoints():
-    assert confidence(0, True) == 0.0
-    assert confidence(3, True) == 1.0
-    assert confidence(4, False) == pytest.approx(0.3)
-    assert confidence(7, False) == pytest.approx(0.525)
-    assert confidence(8, False) == pytest.approx(0.7)
-    assert confidence(14, False) == pytest.approx(0.8)
-    assert confidence(20, False) == pytest.approx(0.9)
-    assert confidence(40, False) == pytest.approx(0.9)
+def test_confidence_is_a_monotone_trust_in_zero_one():
+    lengths = range(0, 60)
+    for long_match in (4, 8, 16):
+        plain = [confidence(n, False, long_match) for n in lengths]
+        agreed = [confidence(n, True, long_match) for n in lengths]
+        assert plain[0] == agreed[0] == 0.0  # no chain, no trust
+        assert all(0.0 <= c <= 1.0 for c in plain + agreed)
+        assert plain == sorted(plain) and agreed == sorted(agreed)  # a longer match never lowers it
+        assert all(a >= c for a, c in zip(agreed, plain))  # consensus never lowers it
+        assert all(c < 1.0 for c in plain)  # only consensus bypasses the tree (c = 1)
 
 
 # --- adjacency table --------------------------------------------------------------------
@@ -126,38 +126,71 @@ def check_tree(nodes, budget, max_depth_branch=6):
 def test_spine_tree_budget_exact_distinct_depth_capped(budget, spine_len):
     table = rich_table()
     spine = list(range(20, 20 + spine_len))
-    p = SpineTreeParams(budget=budget)
+    p = GooseConfig(budget=budget)
     nodes = build_spine_tree(1, 0, spine[: budget - 1], budget, table, p)
     check_tree(nodes, budget)
     assert len(nodes) == budget  # a rich table always fills the budget exactly
     assert nodes.source.count(SPINE) == min(spine_len, budget - 1)
 
 
-def test_spine_branch_split_follows_one_over_i():
+def anchor(nodes, i):
+    """The root or spine node branch node i descends from."""
+    while nodes.source[nodes.parents[i]] == BRANCH:
+        i = nodes.parents[i]
+    return nodes.parents[i]
+
+
+@pytest.mark.parametrize("spine_len", [1, 3, 6, 12])
+def test_rho_moves_branches_from_the_root_to_the_spine(spine_len):
+    """With a rich table every node of the budget is used whatever rho is; rho = 0 hangs no branch
+    off the spine, and a larger rho never hangs fewer there."""
     table = rich_table()
-    spine = list(range(20, 26))  # L = 6
-    budget = 1 + 6 + 40  # branch budget 40: spine share 20, root share 20
-    nodes = build_spine_tree(1, 0, spine, budget, table, SpineTreeParams(budget=budget, max_depth=1))
-    direct = [sum(1 for j in range(len(nodes)) if nodes.parents[j] == i and nodes.source[j] == BRANCH)
-              for i in range(7)]
-    H = sum(1 / i for i in range(1, 7))
-    want = [max(1, math.floor(20 * (1 / i) / H)) for i in range(1, 7)]
-    assert direct[1:] == want
-    succ, scores = table.lookup(0, 1)
-    root_ok = [t for t, sc in zip(succ, scores) if sc >= 0.01 and t != spine[0]]
-    assert direct[0] == min(20, len(root_ok))  # root share, above the min score, skipping the spine token
+    spine = list(range(20, 20 + spine_len))
+    budget = 1 + spine_len + 40
+    off_spine = []
+    for rho in (0.0, 0.25, 0.5, 0.75, 1.0):
+        nodes = build_spine_tree(1, 0, spine, budget, table, GooseConfig(budget=budget, rho=rho))
+        check_tree(nodes, budget)
+        assert len(nodes) == budget
+
+        off_spine.append(sum(1 for i in range(len(nodes)) if nodes.source[i] == BRANCH and anchor(nodes, i) > 0))
+    assert off_spine[0] == 0 and off_spine[-1] > 0
+    assert off_spine == sorted(off_spine)
 
 
-def test_tr_template_counts():
-    from collections import Counter
+def test_spine_tree_ignores_the_order_rows_were_harvested_in():
+    """Rows of distinct tokens are independent: the harvest order cannot change a draft."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(50, 50, generator=g) * 3
+    top = logits.topk(10, dim=-1)
+    tables = []
+    for order in (list(range(50)), list(reversed(range(50)))):
+        t = AdjacencyTable(k=10)
+        t.harvest(order, [None] * 50, top.indices[order], top.values[order])
+        tables.append(t)
+    a, b = (build_spine_tree(1, None, [20, 21, 22], 40, t, GooseConfig(budget=40)) for t in tables)
+    assert (a.tokens, a.parents) == (b.tokens, b.parents)
 
-    paths = tree_template()
-    assert len(paths) == 80
-    assert [Counter(len(p) for p in paths)[d] for d in range(1, 7)] == list(TR_WIDTHS)
+
+@pytest.mark.parametrize("widths", [TR_WIDTHS, (1,), (3, 5), (8, 8, 8, 8), (2, 7, 1, 4)])
+def test_tr_template_takes_the_likeliest_paths_per_depth(widths):
+    k, decay = 8, 0.55
+    paths = tree_template(widths, k, decay)
+    by_depth = [[p for p in paths if len(p) == d] for d in range(1, len(widths) + 1)]
+    expect, prev = [], 1
+    for w in widths:
+        prev = min(w, prev * k)  # a depth keeps its width unless its parents have fewer children in all
+        expect.append(prev)
+    assert [len(level) for level in by_depth] == expect
     seen = {()}
     for p in paths:
-        assert p[:-1] in seen  # parents come first
+        assert p[:-1] in seen and all(0 <= r < k for r in p)  # parents first, ranks within top-k
         seen.add(p)
+    for d, level in enumerate(by_depth):  # no unchosen child of a chosen parent beats a chosen path
+        parents = [()] if d == 0 else by_depth[d - 1]
+        weight = {p + (r,): decay ** sum(p + (r,)) for p in parents for r in range(k)}
+        worst_kept = min(weight[p] for p in level)
+        assert all(w <= worst_kept + 1e-12 for p, w in weight.items() if p not in level)
 
 
 # --- every method and ablation is lossless on the tiny model ----------------------------
@@ -171,8 +204,8 @@ def drafters():
     yield PromptLookupDrafter()
     yield TokenRecyclingDrafter()
     yield TokenRecyclingDrafter(cold_start=True)
-    yield BalancedTreeDrafter(3)
-    yield BalancedTreeDrafter(5, budget=16)
+    yield BalancedTreeDrafter(branching=3)
+    yield BalancedTreeDrafter(branching=5, budget=16)
 
 
 @pytest.mark.parametrize("drafter", list(drafters()), ids=lambda d: type(d).__name__)

@@ -39,18 +39,18 @@ def test_every_method_matches_hf_greedy(smollm2, tmp_path):
     from goose.benchmarks import load_prompts
     from goose.decode import generate
     from goose.engine import Engine
-    from goose.runner import hf_greedy
     from goose.spine_tree import GooseDrafter
+    from goose.timing import hf_greedy
 
     model, tok, stops = smollm2
     engine = Engine(model)
     prompts = load_prompts("humaneval")[:1] + load_prompts("gsm8k")[:1] + load_prompts("mt_bench")[:1]
     build(tok, "smollm2-135m", "stdlib", tmp_path / "ds", 40, 200_000)
-    drafters = [GooseDrafter(**a) for a in ABLATIONS] + [PromptLookupDrafter(), TokenRecyclingDrafter(),
-                                                         BalancedTreeDrafter(3), BalancedTreeDrafter(5),
-                                                         LookaheadDrafter(), RestDrafter(str(tmp_path / "ds"))]
+    drafters = [GooseDrafter(**a) for a in ABLATIONS] + [
+        PromptLookupDrafter(), TokenRecyclingDrafter(), BalancedTreeDrafter(branching=3),
+        BalancedTreeDrafter(branching=5), LookaheadDrafter(), RestDrafter(datastore=str(tmp_path / "ds"))]
     for p in prompts:
         ids = tok(p.text).input_ids
         ref = hf_greedy(model, ids, 48, stops)
         for d in drafters:
-            assert generate(engine, ids, d, 48, stops).tokens == ref, (p.id, type(d).__name__, vars(d).get("params"))
+            assert generate(engine, ids, d, 48, stops).tokens == ref, (p.id, type(d).__name__, d.config)

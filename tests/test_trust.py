@@ -276,7 +276,7 @@ def test_rest_build_and_bench_refuse_unknown_names(tmp_path):
                         "--out", str(tmp_path / "s")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown model 'nonexistent'" in r.stderr and "smollm2-135m" in r.stderr
     for flag, name, valid in [("--model", "nope", "smollm2-135m"), ("--benchmarks", "humaneva", "humaneval"),
-                              ("--methods", "gose", "goose-auto")]:
+                              ("--methods", "gose", "goose-no-bigram")]:
         b = subprocess.run([sys.executable, str(ROOT / "experiments" / "bench.py"), flag, name], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=60)
         assert b.returncode == 2 and f"unknown '{name}'" in b.stderr and valid in b.stderr, b.stderr

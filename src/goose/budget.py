@@ -13,11 +13,38 @@ from __future__ import annotations
 import bisect
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from goose.tree import SPINE, TreeNodes
+import torch
+
+from goose.errors import GooseError
+from goose.tree import TreeNodes
+
+if TYPE_CHECKING:
+    from goose.engine import Engine
+    from goose.models import ModelIdentity
 
 DEFAULT_WIDTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+AUTO_BUILD_NODES = 60  # under budget=auto a drafter builds its tree at this budget, then prunes it
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The top-level `budget` setting, parsed once: `nodes` per draft (incl. root) a drafter builds,
+    and whether budget=auto prunes each draft to what pays on this hardware."""
+
+    nodes: int
+    auto: bool
+
+    @classmethod
+    def parse(cls, value) -> Budget:
+        if value == "auto":
+            return cls(AUTO_BUILD_NODES, True)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return cls(value, False)
+        raise GooseError(f"budget must be a whole number of nodes >= 1 or auto (got {value!r}), e.g. budget=60.")
 
 
 class CostCurve:
@@ -54,20 +81,21 @@ def score_bucket(score: float) -> int:
 class AcceptanceModel:
     """Online P(node accepted | its parent was reached), per (source, bucket)."""
 
-    def __init__(self, prior_strength: float = 4.0, spine_prior: float = 0.5):
+    def __init__(self, prior_strength: float = 4.0, chain_prior: float = 0.5):
         self.reached: dict[tuple, float] = {}
         self.hits: dict[tuple, float] = {}
         self.strength = prior_strength
-        self.spine_prior = spine_prior
+        self.chain_prior = chain_prior
 
     @staticmethod
     def key(nodes: TreeNodes, i: int) -> tuple:
-        if nodes.source[i] == SPINE:  # score: the chain's confidence (GOOSE) or 1.0
-            return ("s", score_bucket(nodes.score[i]), min(nodes.depth[i], 4))
-        return ("b", score_bucket(nodes.score[i]))
+        src = nodes.source[i]
+        if src.scored:  # score: the target's own probability for this guess
+            return (src.name, True, score_bucket(nodes.score[i]))
+        return (src.name, False, score_bucket(nodes.score[i]), min(nodes.depth[i], 4))  # score: chain confidence
 
     def prior(self, key: tuple) -> float:
-        return self.spine_prior if key[0] == "s" else (key[1] + 0.5) / 10
+        return (key[2] + 0.5) / 10 if key[1] else self.chain_prior
 
     def q(self, key: tuple) -> float:
         n = self.reached.get(key, 0.0)
@@ -120,3 +148,24 @@ class AutoBudget:
         c = self.chosen
         return {"auto_budget_mean": round(sum(c) / len(c), 2) if c else math.nan,
                 "auto_budget_max": max(c) if c else 0}
+
+
+def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> CostCurve:
+    """The verification cost curve of this model on this machine, measured once and cached, keyed by
+    the model's content, device, dtype, threads, backend and torch version."""
+    from goose.models import cache_root
+
+    where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
+    key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
+           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}.json")
+    path = cache_root() / "profiles" / key
+    if path.is_file():
+        return CostCurve.load(path)
+    print(f"[goose] measuring the verification cost curve once ({path})", flush=True)
+    widths = list(DEFAULT_WIDTHS)
+    curve = CostCurve(widths, engine.measure_cost(widths))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(curve.to_json())
+    return curve
+
+

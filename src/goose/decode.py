@@ -7,36 +7,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from goose.engine import Draft, Engine, Verification
-
-
-class Drafter:
-    """Base class and the AR drafter: a one-node draft (just the root).
-
-    A drafter sees only token ids. `topk` asks the engine for each verified node's top-k
-    logits (what adjacency tables harvest); `harvest_prefill` asks for them at every
-    prompt position too.
-    """
-
-    name = "ar"
-    topk = 0
-    harvest_prefill = False
-
-    def start(self, context: list[int], prefill: Verification) -> None:
-        """A new prompt: `context` is prompt + the first generated token (the root)."""
-
-    def propose(self, context: list[int]) -> Draft:
-        return Draft([context[-1]], [-1])
-
-    def accepted(self, draft: Draft, result: Verification, context: list[int]) -> None:
-        """Called after each verify; `context` already holds the committed tokens."""
-
-    def stats(self) -> dict:
-        """Per-prompt counters for the results row (plain numbers)."""
-        return {}
-
-    def check_tokenizer(self, fingerprint: str) -> None:
-        """Drafters with token data of their own (a datastore) refuse another vocabulary."""
+from goose.drafter import Drafter
+from goose.engine import Engine
 
 
 @dataclass
@@ -84,7 +56,8 @@ def generate(
     """Greedy speculative decoding of one prompt; returns exactly the greedy tokens."""
     _sync(engine)
     t0 = time.perf_counter()
-    pre = engine.prefill(prompt, topk=drafter.topk if drafter.harvest_prefill else 0)
+    caps = drafter.capabilities
+    pre = engine.prefill(prompt, topk=caps.topk if caps.harvest_prefill else 0)
     out, done = commit([pre.bonus], max_new_tokens, stop_ids)
     context = list(prompt) + out
     drafter.start(context, pre)
@@ -95,7 +68,7 @@ def generate(
         draft = drafter.propose(context)
         if profile:
             gen.draft_s += time.perf_counter() - t1
-        res = engine.verify(draft, topk=drafter.topk)
+        res = engine.verify(draft, topk=caps.topk)
         gen.steps += 1
         gen.widths.append(res.width)
         gen.forward_s += res.forward_s
@@ -106,7 +79,7 @@ def generate(
         out.extend(new)
         context.extend(new)
         t2 = time.perf_counter() if profile else 0.0
-        drafter.accepted(draft, res, context)
+        drafter.accepted(res, context)
         if profile:
             gen.draft_s += time.perf_counter() - t2
     _sync(engine)

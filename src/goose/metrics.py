@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+FIXED = "fixed"  # the budget a row records for a method no numeric budget changes (ar, pld, tr)
 SAME_CONDITIONS = ("host", "threads", "torch", "backend", "device_name")
 MEASURED = ("interleaved", "cached", "self")  # speedup sources with an AR timing behind them
 

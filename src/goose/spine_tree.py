@@ -8,25 +8,65 @@ See ../shared/docs/goose-method.md for the algorithm and its hyperparameters.
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 import torch
 
 from goose.context_match import ContextMatcher, Match, confidence
+from goose.drafter import Capabilities
 from goose.engine import Draft, ancestor_matrix
-from goose.tree import BRANCH, SPINE, HarvestingDrafter, TreeNodes
+from goose.errors import GooseError
+from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
+
+SPINE = Source("spine")  # context-matched chain; score: its confidence
+BRANCH = Source("branch", scored=True)  # adjacency guess; score: the target's probability
 
 
-@dataclass
-class SpineTreeParams:
-    budget: int = 60  # B, nodes incl. root
-    extension: int = 40  # budget extension at confidence 1 (max_extended_chain - B in the paper)
+@dataclass(frozen=True)
+class GooseConfig:
+    """GOOSE's hyperparameters (paper Table 5 defaults) and its ablation switches."""
+
+    budget: int = 60  # B, nodes incl. root (set from the top-level budget)
+    extension: int = 40  # +floor(c * 40) nodes at confidence c (max_extended_chain - B in the paper)
     max_depth: int = 6  # D, for branch growth
-    k: int = 10
+    k: int = 10  # adjacency top-K
     min_score: float = 0.01
     rho: float = 0.5  # share of the branch budget hung off spine nodes
-    spine_branches: bool = True
+    max_chain: int = 20
+    max_extended_chain: int = 100
+    long_match: int = 8
+    ngram_sizes: tuple[int, ...] = (5, 4, 3)
+    ema_alpha: float = 0.3
+    ema_init: float = 0.5
+    tiers: tuple[float, ...] = (0.15, 0.30, 0.50)  # spine share of the budget by acceptance EMA tier
+    tier_edges: tuple[float, ...] = (0.2, 0.4)
+    extend_above: float = 0.6  # chain extension when c > 0.6
+    bigram: bool = True  # ablation switches from here on
+    prefill_harvest: bool = True
+    use_confidence: bool = True
+    context_spine: bool = True
+    spine_continuation: bool = True
+    keep_table: bool = False  # adjacency table reset per prompt
+
+    def __post_init__(self):
+        object.__setattr__(self, "ngram_sizes", tuple(self.ngram_sizes))
+        object.__setattr__(self, "tiers", tuple(self.tiers))
+        object.__setattr__(self, "tier_edges", tuple(self.tier_edges))
+        check(self.budget >= 1 and self.extension >= 0 and self.max_depth >= 1 and self.k >= 1,
+              "budget, max_depth and k must be >= 1 and extension >= 0")
+        check(0 <= self.min_score <= 1 and 0 <= self.rho <= 1, "min_score and rho must lie in [0, 1]")
+        check(self.max_chain >= 1 and self.max_extended_chain >= 1 and self.long_match >= 1,
+              "max_chain, max_extended_chain and long_match must be >= 1")
+        check(bool(self.ngram_sizes) and min(self.ngram_sizes) >= 1, "ngram_sizes must be n-gram sizes >= 1")
+        check(0 < self.ema_alpha <= 1 and 0 <= self.ema_init <= 1, "ema_alpha must lie in (0, 1], ema_init in [0, 1]")
+        check(len(self.tiers) == len(self.tier_edges) + 1 and list(self.tier_edges) == sorted(self.tier_edges)
+              and all(0 <= r <= 1 for r in self.tiers), "tiers: one more share in [0, 1] than ascending tier_edges")
+
+
+def check(ok: bool, message: str) -> None:
+    if not ok:
+        raise GooseError(f"goose: {message}.")
 
 
 def successors(table, prev: int | None, token: int, min_score: float):
@@ -37,18 +77,18 @@ def successors(table, prev: int | None, token: int, min_score: float):
 
 
 def build_spine_tree(
-    root: int, root_prev: int | None, spine: list[int], budget: int, table, p: SpineTreeParams, confidence: float = 1.0
+    root: int, root_prev: int | None, spine: list[int], budget: int, table, p: GooseConfig, confidence: float = 1.0
 ) -> TreeNodes:
     """Lay `spine` under the root, then spend the rest of `budget` on adjacency branches.
 
     Spine nodes carry the chain's confidence as their score (what budget=auto calibrates)."""
-    nodes = TreeNodes(root)
+    nodes = TreeNodes(root, root_prev)
     L = len(spine)
     prev = root_prev
     for i, t in enumerate(spine):
         nodes.add(i, t, SPINE, confidence)
     branch_budget = max(0, budget - 1 - L)
-    if L > 0 and p.spine_branches:
+    if L > 0 and p.rho > 0:
         spine_share = min(branch_budget, max(1, math.floor(branch_budget * p.rho)))
     else:
         spine_share = 0
@@ -100,63 +140,46 @@ def build_spine_tree(
     return nodes
 
 
-class GooseDrafter(HarvestingDrafter):
+ROUTES = ("spine_tree", "branch_tree", "bypass", "chain", "ar")
+
+
+class GooseDrafter(TreeDrafter):
     """The GOOSE drafter, its four routes and its ablation switches."""
 
     name = "goose"
+    Config = GooseConfig
+    sources = (SPINE, BRANCH)
 
-    def __init__(
-        self,
-        budget: int | str = 60,
-        extension: int = 40,
-        max_depth: int = 6,
-        k: int = 10,
-        min_score: float = 0.01,
-        rho: float = 0.5,
-        max_chain: int = 20,
-        max_extended_chain: int = 100,
-        long_match: int = 8,
-        ngram_sizes: tuple[int, ...] = (5, 4, 3),
-        ema_alpha: float = 0.3,
-        ema_init: float = 0.5,
-        tiers: tuple[float, ...] = (0.15, 0.30, 0.50),
-        tier_edges: tuple[float, ...] = (0.2, 0.4),
-        extend_above: float = 0.6,
-        bigram: bool = True,
-        prefill_harvest: bool = True,
-        use_confidence: bool = True,
-        context_spine: bool = True,
-        spine_continuation: bool = True,
-        keep_table: bool = False,
-        auto_max_budget: int = 60,
-    ):
-        super().__init__(k=k, bigram=bigram, prefill_harvest=prefill_harvest, keep_table=keep_table)
-        budget = auto_max_budget if budget == "auto" else int(budget)  # auto: build at the max, then prune
-        self.params = SpineTreeParams(budget, extension, max_depth, k, min_score, rho, rho > 0)
-        self.matcher = ContextMatcher(tuple(ngram_sizes), max_chain)
-        self.max_extended_chain = max_extended_chain
-        self.long_match = long_match
-        self.ema_alpha, self.ema_init = ema_alpha, ema_init
-        self.tiers, self.tier_edges = tuple(tiers), tuple(tier_edges)
-        self.extend_above = extend_above
-        self.use_confidence = use_confidence
-        self.context_spine = context_spine
-        self.spine_continuation = spine_continuation
+    def __init__(self, config: GooseConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        p = self.config
+        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
+                                         memory=p.keep_table)
+        self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.keep_table)
+        self.table = self.harvester.table
+        self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
+        self.ema = p.ema_init
+        self.route = "ar"
+        self.routes: Counter = Counter()
+        self.continuations = self.continuation_tokens = 0
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
+        self.harvester.start(context, prefill)
         self.matcher.reset(context)
-        self.ema = self.ema_init
+        self.ema = self.config.ema_init
+        self.routes = Counter()
+        self.continuations = self.continuation_tokens = 0
 
     def tier(self) -> float:
-        for edge, r in zip(self.tier_edges, self.tiers):
+        for edge, r in zip(self.config.tier_edges, self.config.tiers):
             if self.ema < edge:
                 return r
-        return self.tiers[-1]
+        return self.config.tiers[-1]
 
     def extend_chain(self, context: list[int], chain: list[int], c: float) -> list[int]:
         """Keep matching from the end of context + chain until floor(100 c) tokens."""
-        target = math.floor(self.max_extended_chain * c)
+        target = math.floor(self.config.max_extended_chain * c)
         certain = c >= 1.0
         tail = max(self.matcher.sizes)
         while len(chain) < target:
@@ -169,53 +192,65 @@ class GooseDrafter(HarvestingDrafter):
     def propose(self, context: list[int]) -> Draft:
         self.matcher.sync(context)
         root = context[-1]
-        self._root_prev = context[-2] if len(context) > 1 else None
-        m: Match = self.matcher.match() if self.context_spine else Match([])
+        root_prev = context[-2] if len(context) > 1 else None
+        p = self.config
+        m: Match = self.matcher.match() if p.context_spine else Match([])
         chain = m.chain
-        p = self.params
-        c = confidence(len(chain), m.consensus, self.long_match) if self.use_confidence else 0.0
-        if self.table.lookup(self._root_prev, root) is not None:
-            if c > self.extend_above:
+        c = confidence(len(chain), m.consensus, p.long_match) if p.use_confidence else 0.0
+        if self.table.lookup(root_prev, root) is not None:
+            if c > p.extend_above:
                 chain = self.extend_chain(context, chain, c)
             if c >= 1.0:
                 self.route = "bypass"  # full confidence: the whole budget is spine, a pure chain
-                nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p, c)
+                nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), self.table, p, c)
             else:
                 budget = p.budget + math.floor(c * p.extension)
                 r = self.tier() + c * (1 - self.tier())
                 spine = chain[: min(len(chain), math.floor(budget * r), budget - 1)]
                 self.route = "spine_tree" if spine else "branch_tree"
-                nodes = build_spine_tree(root, self._root_prev, spine, budget, self.table, p, c)
+                nodes = build_spine_tree(root, root_prev, spine, budget, self.table, p, c)
         elif chain:
             self.route = "chain"
-            nodes = build_spine_tree(root, self._root_prev, chain, 1 + len(chain), self.table, p, c)
+            nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), self.table, p, c)
         else:
             self.route = "ar"
-            nodes = TreeNodes(root)
-        if not self.spine_continuation and self.route == "spine_tree":
-            self.nodes = nodes
-            return self._no_continuation_draft(nodes)
+            nodes = TreeNodes(root, root_prev)
         draft = self.finish(nodes)
-        if len(self.nodes) < 2:
+        if len(self.proposed) < 2:
             self.route = "ar"
+        if not p.spine_continuation and self.route == "spine_tree":
+            return no_continuation_draft(self.proposed)
         return draft
 
-    def _no_continuation_draft(self, nodes: TreeNodes) -> Draft:
-        """Ablation: branches off spine nodes stay in the forward but the walk cannot enter
-        them, so the walk stops where the spine breaks."""
-        walk_parents = list(nodes.parents)
-        for i in range(1, len(nodes)):
-            par = nodes.parents[i]
-            if nodes.source[i] == BRANCH and par > 0 and nodes.source[par] == SPINE:
-                walk_parents[i] = -1
-        visible = ancestor_matrix(nodes.parents, torch.device("cpu"))
-        return Draft(nodes.tokens, walk_parents, visibility=visible, depths=nodes.depth)
+    def accepted(self, result, context) -> None:
+        self.harvester.harvest(self.proposed, result)
+        super().accepted(result, context)
 
-    def accepted(self, draft, result, context) -> None:
-        super().accepted(draft, result, context)
-        if self.route in ("spine_tree", "bypass"):
-            nodes = self.nodes
-            n_spine = nodes.source.count(SPINE)
-            if n_spine:
-                hit = sum(nodes.source[i] == SPINE for i in result.path)
-                self.ema = self.ema_alpha * hit / n_spine + (1 - self.ema_alpha) * self.ema
+    def step_info(self, nodes: TreeNodes, path: list[int]) -> dict:
+        """The route taken, and the tokens gained after the walk left the spine below the root into a
+        branch (spine continuation)."""
+        self.routes[self.route] += 1
+        last_spine = max((k for k, i in enumerate(path) if nodes.source[i] == SPINE), default=-1)
+        gained = len(path) - 1 - last_spine if last_spine >= 0 else 0
+        if gained > 0:
+            self.continuations += 1
+            self.continuation_tokens += gained
+        return {"route": self.route, "continuation": gained}
+
+    def stats(self) -> dict:
+        out = super().stats()
+        out.update({"continuations": self.continuations, "continuation_tokens": self.continuation_tokens})
+        out.update({f"route_{r}": self.routes[r] for r in ROUTES})
+        return out
+
+
+def no_continuation_draft(nodes: TreeNodes) -> Draft:
+    """Ablation: branches off spine nodes stay in the forward but the walk cannot enter them, so
+    the walk stops where the spine breaks."""
+    walk_parents = list(nodes.parents)
+    for i in range(1, len(nodes)):
+        par = nodes.parents[i]
+        if nodes.source[i] == BRANCH and par > 0 and nodes.source[par] == SPINE:
+            walk_parents[i] = -1
+    visible = ancestor_matrix(nodes.parents, torch.device("cpu"))
+    return Draft(nodes.tokens, walk_parents, visibility=visible, depths=nodes.depth)

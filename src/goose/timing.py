@@ -18,12 +18,19 @@ import socket
 import statistics
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+from omegaconf import DictConfig
 
-from goose.decode import Drafter, Generation, generate
+from goose.decode import Generation, generate
+from goose.drafter import Drafter, autoregressive
+from goose.fingerprints import digest
 from goose.metrics import SAME_CONDITIONS
 from goose.results import ReferenceStore, TimingStore
+
+if TYPE_CHECKING:
+    from goose.run_folder import RunIdentity
 
 MODES = ("interleaved", "cached", "none")
 
@@ -72,8 +79,8 @@ class Timer:
         self.ar = Drafter()
 
     def _gen(self, ids: list[int], drafter: Drafter) -> Generation:
-        if self.trace and hasattr(drafter, "trace"):
-            drafter.trace = []  # keep the last repeat's steps only
+        if self.trace and drafter.capabilities.trace:
+            drafter.enable_trace()  # keep the last repeat's steps only
         return generate(self.engine, ids, drafter, self.n, self.stops)
 
     def _repeated(self, ids: list[int], drafter: Drafter) -> Generation:
@@ -94,7 +101,7 @@ class Timer:
 
     def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int) -> Measured:
         """`turn` alternates who goes first under `interleaved`."""
-        if drafter.name == "ar":
+        if autoregressive(drafter):
             gen = self._repeated(ids, drafter)
             return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
         if self.mode == "interleaved":
@@ -123,3 +130,27 @@ class Timer:
             ref = {"tokens": ar.tokens}
         gen = self._repeated(ids, drafter)
         return Measured(gen, ref["tokens"], None, "none", key)
+
+
+def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int], **extra) -> list[int]:
+    """Hugging Face generate, greedy: the outside reference for our own AR (`extra`: e.g. prompt lookup)."""
+    out = model.generate(
+        torch.tensor([ids], device=model.device),
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        eos_token_id=sorted(stops) or None,
+        pad_token_id=sorted(stops)[0] if stops else 0,
+        **extra,
+    )
+    return out[0, len(ids) :].tolist()
+
+
+def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict) -> str:
+    """Everything that decides AR's tokens for this input (and the conditions its timing is compared under)."""
+    return digest({"model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
+                   "device": ident.device.type, "device_name": env["device_name"],
+                   "threads": ident.conditions["threads"], "backend": ident.conditions["backend"],
+                   "max_new_tokens": cfg.max_new_tokens, "stops": sorted(stops), "chat_template": cfg.chat_template,
+                   "torch": env["torch"], "transformers": env["transformers"]}, 24)
+
+

@@ -1,22 +1,39 @@
-"""Building blocks for tree drafters: a node list with distinct siblings, and a drafter
-base class that harvests every forward into an adjacency table and counts acceptance."""
+"""Parts tree drafters compose: a node list labelled by source, per-source acceptance counters,
+an adjacency harvester, and `TreeDrafter`, which wires them to the drafter contract
+(budget=auto pruning, tracing) so a method only builds its tree."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from goose.adjacency import AdjacencyTable
-from goose.decode import Drafter
+from goose.drafter import Drafter
 from goose.engine import Draft, Verification
 
-SPINE, BRANCH, ROOT = "s", "b", "r"
 DEEP = 7  # acceptance by depth is kept for depths 1..6 and pooled beyond
 
 
-class TreeNodes:
-    """Draft nodes in topological order; node 0 is the root. Siblings never repeat a token."""
+@dataclass(frozen=True)
+class Source:
+    """Where a draft node came from. `scored`: the node's score is the target's own probability
+    (an adjacency top-k entry); otherwise it is a confidence in a copied chain. budget=auto
+    estimates acceptance differently for the two."""
 
-    def __init__(self, root: int):
+    name: str
+    scored: bool = False
+
+
+ROOT = Source("root")
+
+
+class TreeNodes:
+    """Draft nodes in topological order; node 0 is the root. Siblings never repeat a token.
+
+    `root_prev` is the committed token before the root (what a bigram harvest keys the root by)."""
+
+    def __init__(self, root: int, root_prev: int | None = None):
+        self.root_prev = root_prev
         self.tokens = [root]
         self.parents = [-1]
         self.depth = [0]
@@ -30,7 +47,7 @@ class TreeNodes:
     def has_child(self, parent: int, token: int) -> bool:
         return token in self._children[parent]
 
-    def add(self, parent: int, token: int, source: str, score: float = 1.0) -> int:
+    def add(self, parent: int, token: int, source: Source, score: float = 1.0) -> int:
         self.tokens.append(token)
         self.parents.append(parent)
         self.depth.append(self.depth[parent] + 1)
@@ -45,112 +62,139 @@ class TreeNodes:
 
     def subset(self, keep: list[int]) -> TreeNodes:
         """The nodes `keep` (ascending, root first, closed under ancestors), re-indexed."""
-        out = TreeNodes(self.tokens[0])
+        out = TreeNodes(self.tokens[0], self.root_prev)
         where = {0: 0}
         for i in keep[1:]:
             where[i] = out.add(where[self.parents[i]], self.tokens[i], self.source[i], self.score[i])
         return out
 
 
-class HarvestingDrafter(Drafter):
-    """Base for drafters fed by an adjacency table: harvests prefill (optionally) and every
-    verified node, and keeps per-prompt acceptance counters by source and depth."""
+class SourceStats:
+    """Per-prompt acceptance counters: drafted and accepted nodes per source and per depth."""
 
-    def __init__(self, k: int = 10, bigram: bool = True, prefill_harvest: bool = True, keep_table: bool = False):
-        self.topk = k
-        self.harvest_prefill = prefill_harvest
-        self.keep_table = keep_table
+    def __init__(self, sources: tuple[Source, ...]):
+        self.names = [s.name for s in sources]  # reported even when a prompt drafts none of them
+        self.reset()
+
+    def reset(self) -> None:
+        self.counts: Counter = Counter()
+        self.depth_drafted: Counter = Counter()
+        self.depth_accepted: Counter = Counter()
+
+    def record(self, nodes: TreeNodes, path: list[int]) -> dict:
+        """Count one verified tree; return the step's per-source numbers (for a trace)."""
+        c = self.counts
+        c["drafted"] += len(nodes) - 1
+        c["accepted"] += len(path) - 1
+        on_path = set(path)
+        step = {"size": len(nodes), "accepted": len(path) - 1}
+        step.update({k: 0 for name in self.names for k in (name, f"{name}_accepted")})
+        for i in range(1, len(nodes)):
+            name, d = nodes.source[i].name, nodes.depth[i]
+            hit = i in on_path
+            c[f"{name}_drafted"] += 1
+            c[f"{name}_accepted"] += hit
+            step[name] = step.get(name, 0) + 1
+            step[f"{name}_accepted"] = step.get(f"{name}_accepted", 0) + hit
+            self.depth_drafted[min(d, DEEP)] += 1
+            self.depth_accepted[min(d, DEEP)] += hit
+        return step
+
+    def stats(self) -> dict:
+        c = self.counts
+        out = {"drafted": c["drafted"], "accepted": c["accepted"]}
+        for name in self.names:
+            d, a = c[f"{name}_drafted"], c[f"{name}_accepted"]
+            out.update({f"{name}_drafted": d, f"{name}_accepted": a, f"{name}_rate": a / d if d else 0.0})
+        out["accept_by_depth"] = ";".join(
+            f"{d if d < DEEP else f'{DEEP}+'}:{self.depth_accepted[d]}/{self.depth_drafted[d]}"
+            for d in sorted(self.depth_drafted)
+        )
+        return out
+
+
+class AdjacencyHarvester:
+    """Feeds an adjacency table from the target's forwards: the prompt at prefill (optional) and
+    every verified node, rejected ones included."""
+
+    def __init__(self, k: int, bigram: bool, keep: bool = False):
         self.table = AdjacencyTable(k=k, bigram=bigram)
-        self.nodes: TreeNodes | None = None
-        self.route = "ar"
+        self.keep = keep  # across prompts (Token Recycling's hot start)
+
+    def start(self, context: list[int], prefill: Verification) -> None:
+        if not self.keep:
+            self.table.clear()
+        if prefill.topk_ids is not None:
+            prompt = context[:-1]
+            self.table.harvest(prompt, [None, *prompt[:-1]], prefill.topk_ids, prefill.topk_scores)
+
+    def harvest(self, nodes: TreeNodes, result: Verification) -> None:
+        if result.topk_ids is None:
+            return
+        prev = [nodes.tokens[p] if p >= 0 else None for p in nodes.parents]
+        prev[0] = nodes.root_prev
+        self.table.harvest(nodes.tokens, prev, result.topk_ids, result.topk_scores)
+
+
+class TreeDrafter(Drafter):
+    """A drafter whose drafts are `TreeNodes`: subclasses build a tree in `propose` and return
+    `self.finish(nodes)`; counting, budget=auto and tracing happen here.
+
+    `sources` names what the subclass labels its nodes with (reported per source in every row).
+    """
+
+    sources: tuple[Source, ...] = ()
+
+    def __init__(self, config=None, **overrides):
+        super().__init__(config, **overrides)
+        self.counters = SourceStats(self.sources)
+        self.auto = None  # an AutoBudget under budget=auto
+        self.proposed: TreeNodes | None = None  # the tree of the draft being verified
         self.trace: list[dict] | None = None
-        self.auto = None  # an AutoBudget when budget=auto: prunes each tree to what pays on this hardware
 
     def enable_auto_budget(self, auto) -> None:
+        if not self.capabilities.auto_budget:
+            super().enable_auto_budget(auto)
         self.auto = auto
+
+    def enable_trace(self) -> None:
+        self.trace = []
+
+    def take_trace(self) -> list[dict]:
+        steps, self.trace = self.trace or [], [] if self.trace is not None else None
+        return steps
 
     def finish(self, nodes: TreeNodes) -> Draft:
         """The draft to verify: the whole tree, or its most valuable part under budget=auto."""
         if self.auto is not None:
             nodes = self.auto.prune(nodes)
-        self.nodes = nodes
+        self.proposed = nodes
         return nodes.draft()
 
-    # --- lifecycle -------------------------------------------------------------------
     def start(self, context: list[int], prefill: Verification) -> None:
-        if not self.keep_table:
-            self.table.clear()
         if self.auto is not None:
             # Learned per prompt: a prompt's drafts never depend on which prompts ran before it
             # (a resumed run, n_prompts or another order give the same rows).
             self.auto.reset()
-        prompt = context[:-1]
-        if prefill.topk_ids is not None:
-            prev = [None, *prompt[:-1]]
-            self.table.harvest(prompt, prev, prefill.topk_ids, prefill.topk_scores)
-        self.counts: Counter = Counter()
-        self.depth_drafted: Counter = Counter()
-        self.depth_accepted: Counter = Counter()
+        self.counters.reset()
+        if self.trace is not None:
+            self.trace = []
 
-    def accepted(self, draft: Draft, result: Verification, context: list[int]) -> None:
-        nodes = self.nodes
-        if result.topk_ids is not None:
-            prev = [nodes.tokens[p] if p >= 0 else None for p in nodes.parents]
-            prev[0] = self._root_prev
-            self.table.harvest(nodes.tokens, prev, result.topk_ids, result.topk_scores)
+    def accepted(self, result: Verification, context: list[int]) -> None:
+        nodes = self.proposed
         if self.auto is not None:
             self.auto.observe(nodes, result.path)
-        self.record(nodes, result.path)
-
-    def record(self, nodes: TreeNodes, path: list[int]) -> None:
-        c = self.counts
-        c[f"route_{self.route}"] += 1
-        c["drafted"] += len(nodes) - 1
-        c["accepted"] += len(path) - 1
-        on_path = set(path)
-        for i in range(1, len(nodes)):
-            src, d = nodes.source[i], nodes.depth[i]
-            hit = i in on_path
-            c[f"{src}_drafted"] += 1
-            c[f"{src}_accepted"] += hit
-            self.depth_drafted[min(d, DEEP)] += 1
-            self.depth_accepted[min(d, DEEP)] += hit
-        # Spine continuation: the walk left the spine below the root into a branch.
-        last_spine = max((k for k, i in enumerate(path) if nodes.source[i] == SPINE), default=-1)
-        gained = len(path) - 1 - last_spine if last_spine >= 0 else 0
-        if gained > 0:
-            c["continuations"] += 1
-            c["continuation_tokens"] += gained
+        step = self.counters.record(nodes, result.path)
+        step.update(self.step_info(nodes, result.path))
         if self.trace is not None:
-            self.trace.append({
-                "route": self.route,
-                "size": len(nodes),
-                "spine": nodes.source.count(SPINE),
-                "spine_accepted": sum(nodes.source[i] == SPINE for i in path),
-                "branch": nodes.source.count(BRANCH),
-                "branch_accepted": sum(nodes.source[i] == BRANCH for i in path),
-                "accepted": len(path) - 1,
-                "continuation": gained,
-            })
+            self.trace.append(step)
+
+    def step_info(self, nodes: TreeNodes, path: list[int]) -> dict:
+        """A subclass's own per-step numbers (counted in its stats, written to the trace)."""
+        return {}
 
     def stats(self) -> dict:
-        c = self.counts
-        out = {
-            "spine_drafted": c["s_drafted"],
-            "spine_accepted": c["s_accepted"],
-            "branch_drafted": c["b_drafted"],
-            "branch_accepted": c["b_accepted"],
-            "spine_rate": c["s_accepted"] / c["s_drafted"] if c["s_drafted"] else 0.0,
-            "branch_rate": c["b_accepted"] / c["b_drafted"] if c["b_drafted"] else 0.0,
-            "continuations": c["continuations"],
-            "continuation_tokens": c["continuation_tokens"],
-        }
+        out = self.counters.stats()
         if self.auto is not None:
             out.update(self.auto.stats())
-        for r in ("spine_tree", "branch_tree", "bypass", "chain", "ar"):
-            out[f"route_{r}"] = c[f"route_{r}"]
-        depths = sorted(self.depth_drafted)
-        out["accept_by_depth"] = ";".join(
-            f"{d if d < DEEP else f'{DEEP}+'}:{self.depth_accepted[d]}/{self.depth_drafted[d]}" for d in depths
-        )
         return out

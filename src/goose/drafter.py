@@ -1,0 +1,96 @@
+"""The drafter contract: what every method implements and everything the runner may ask of it.
+
+A drafter proposes a `Draft` from the committed tokens, the engine verifies it, and the drafter
+is told the result (Hugging Face's candidate-generator shape). What a drafter needs from the
+engine or the runner is declared once, in `Capabilities`, never probed with `hasattr` or names.
+
+Hyperparameters live in a frozen dataclass per drafter (`Config`): its defaults are the method's
+defaults, its `__post_init__` validates them, and `conf/method/<name>.yaml` only overrides them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from goose.engine import Draft, Verification
+from goose.errors import GooseError
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    topk: int = 0  # top-k of every verified node's logits, handed to accepted()
+    harvest_prefill: bool = False  # ... and of every prompt position at prefill, handed to start()
+    auto_budget: bool = False  # prunes its drafts to what pays on this hardware under budget=auto
+    trace: bool = False  # can record one dict per verification step (trace=true)
+    memory: bool = False  # keeps state across prompts: a row then depends on the prompts before it
+    tokenizer_bound: bool = False  # holds token ids of its own (a datastore): told the tokenizer's fingerprint
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """A drafter without hyperparameters."""
+
+
+def configure(cls: type, config, overrides: dict):
+    """`cls(**overrides)`, or `config` with `overrides` replaced; validation runs in cls.__post_init__."""
+    if config is None:
+        return cls(**overrides)
+    if not isinstance(config, cls):
+        raise GooseError(f"expected a {cls.__name__}, got {type(config).__name__}")
+    return dataclasses.replace(config, **overrides) if overrides else config
+
+
+def budget_field(config) -> bool:
+    """Whether a numeric budget changes this drafter's drafts (its Config has a `budget` field)."""
+    return any(f.name == "budget" for f in dataclasses.fields(config))
+
+
+class Drafter:
+    """Base class and the AR drafter (a one-node draft: just the root).
+
+    A drafter sees only token ids. Subclasses set `Config` and `capabilities`, and implement
+    `propose` and, when they learn from verification, `accepted`.
+    """
+
+    name = "ar"
+    Config: type = NoConfig
+    capabilities = Capabilities()
+
+    def __init__(self, config=None, **overrides):
+        self.config = configure(self.Config, config, overrides)
+
+    def start(self, context: list[int], prefill: Verification) -> None:
+        """A new prompt: `context` is prompt + the first generated token (the root). `prefill`
+        carries every prompt position's top-k when capabilities.harvest_prefill."""
+
+    def propose(self, context: list[int]) -> Draft:
+        return Draft([context[-1]], [-1])
+
+    def accepted(self, result: Verification, context: list[int]) -> None:
+        """After each verify: `result.path` indexes the proposed draft; `context` already holds
+        the committed tokens (accepted nodes and the bonus)."""
+
+    def stats(self) -> dict:
+        """Per-prompt counters for the results row (plain numbers or strings)."""
+        return {}
+
+    # --- optional parts, offered through `capabilities` ----------------------------------
+    def enable_auto_budget(self, auto) -> None:
+        """budget=auto: an `AutoBudget` that prunes every draft (capabilities.auto_budget)."""
+        raise GooseError(f"method '{self.name}' does not support budget=auto; give a number of nodes.")
+
+    def enable_trace(self) -> None:
+        """Record one dict per step until `take_trace` (capabilities.trace)."""
+
+    def take_trace(self) -> list[dict]:
+        """The steps recorded since the last call, and start a new record."""
+        return []
+
+    def check_tokenizer(self, fingerprint: str) -> None:
+        """Drafters with token data of their own refuse another vocabulary (capabilities.tokenizer_bound)."""
+
+
+def autoregressive(drafter: Drafter) -> bool:
+    """Proposes nothing but the root: its rows are AR's own timing (no AR run beside it)."""
+    return type(drafter).propose is Drafter.propose

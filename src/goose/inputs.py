@@ -1,0 +1,66 @@
+"""From prompts to token ids: turns, raw or chat formatting, and the length checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from goose.benchmarks import Prompt
+from goose.errors import GooseError
+
+DRAFT_EXTRA = 128  # positions a draft may take beyond its budget (chain extension, long chains)
+
+
+def select(prompts: list[Prompt], n: int | None) -> list[Prompt]:
+    return prompts if n is None else prompts[:n]
+
+
+def turns_of(prompt: Prompt) -> list[tuple[str, str]]:
+    """(row id, user text) per turn; later turns get ids '<id>#2', '<id>#3', ..."""
+    texts = [prompt.text, *prompt.later_turns]
+    return [(prompt.id if i == 0 else f"{prompt.id}#{i + 1}", t) for i, t in enumerate(texts)]
+
+
+def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool) -> list[int]:
+    """Token ids for a turn. Raw (the paper's default): earlier prompts and answers, then the new
+    prompt, joined by blank lines. Chat: the tokenizer's chat template."""
+    if chat:
+        msgs = [m for user, answer in history for m in ({"role": "user", "content": user},
+                                                        {"role": "assistant", "content": answer})]
+        msgs.append({"role": "user", "content": text})
+        out = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+        return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+    raw = "".join(f"{user}{answer}\n\n" for user, answer in history) + text
+    return tokenizer(raw).input_ids
+
+
+def single_prompt_text(cfg: DictConfig) -> str:
+    if cfg.prompt_file is None:
+        return str(cfg.prompt)
+    path = Path(os.path.expanduser(str(cfg.prompt_file)))
+    if not path.is_file():
+        raise GooseError(f"prompt_file '{path}' does not exist.")
+    return path.read_text(encoding="utf-8")
+
+
+def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> None:
+    """Refuse a prompt whose generation and drafts (`nodes` per draft, incl. root) would not fit."""
+    if limit is None:
+        return
+    drafts = nodes + DRAFT_EXTRA
+    if drafts + 1 >= limit:
+        fix = (f"Use budget={limit - DRAFT_EXTRA - 2} or less." if limit > DRAFT_EXTRA + 2 else
+               "Its context is too short for tree drafts: use method=ar.")
+        raise GooseError(
+            f"budget={cfg.budget} is too large for this model: a draft may take up to {drafts} positions "
+            f"(the budget plus {DRAFT_EXTRA} for chain extension), which does not fit its context of {limit} "
+            f"tokens. {fix}"
+        )
+    if n + cfg.max_new_tokens + drafts > limit:
+        raise GooseError(
+            f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
+            f"up to {drafts} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
+            "shorten the prompt."
+        )

@@ -1,0 +1,61 @@
+"""The run's settings: checks that need no model and no data, the resolved device and dtype, and
+the config hash that keys result rows."""
+
+from __future__ import annotations
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from goose.budget import Budget
+from goose.errors import GooseError
+from goose.fingerprints import digest
+from goose.models import resolve_device, resolve_dtype
+from goose.timing import MODES
+
+# Keys that change which prompts run or where output goes, not what a row contains. Paths are
+# left out too: the model's and the prompts' contents are hashed instead (fingerprints).
+NOT_HASHED = ("n_prompts", "results_dir", "run_dir", "logging", "prompt", "prompt_file", "warmup", "data_dir",
+              "trace")
+
+
+def _whole(v, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def validate(cfg: DictConfig) -> None:
+    """Every check that needs no model and no data, so a bad command fails before anything is created."""
+    Budget.parse(cfg.budget)
+    if not _whole(cfg.max_new_tokens, 1):
+        raise GooseError(f"max_new_tokens must be an integer >= 1 (got {cfg.max_new_tokens!r}).")
+    if cfg.n_prompts is not None and not _whole(cfg.n_prompts, 1):
+        raise GooseError(f"n_prompts must be an integer >= 1 or null for all (got {cfg.n_prompts!r}).")
+    if not _whole(cfg.repeats, 1):
+        raise GooseError(f"repeats must be an integer >= 1: timed generations per prompt (got {cfg.repeats!r}).")
+    if not _whole(cfg.warmup, 0):
+        raise GooseError(f"warmup must be an integer >= 0: untimed generations first (got {cfg.warmup!r}).")
+    if cfg.speedup_reference not in MODES:
+        raise GooseError(f"speedup_reference must be one of {', '.join(MODES)} (got {cfg.speedup_reference!r}).")
+    if cfg.prompt is not None and cfg.prompt_file is not None:
+        raise GooseError("give prompt=... or prompt_file=..., not both.")
+
+
+def resolved_device_dtype(cfg: DictConfig) -> tuple[torch.device, torch.dtype]:
+    device = resolve_device(cfg.device if cfg.device != "auto" else cfg.model.get("device", "auto"))
+    return device, resolve_dtype(cfg.dtype if cfg.dtype != "auto" else cfg.model.get("dtype", "auto"), device)
+
+
+ROW_SCHEMA = 2  # bumped when a row's columns change, so a resumed run never appends mismatched rows
+
+
+def config_hash(cfg: DictConfig, identity: dict) -> str:
+    """Every key that changes a row, plus what the config points at (model and prompts content,
+    resolved device and dtype, backend)."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    kept = {k: v for k, v in plain.items() if k not in NOT_HASHED}
+    for section in ("model", "benchmark"):
+        kept[section] = {k: v for k, v in kept[section].items() if k != "path"}
+    kept.update(identity)
+    kept["row_schema"] = ROW_SCHEMA
+    return digest(kept, 12)
+
+
