@@ -52,7 +52,6 @@ class BalancedTreeDrafter(TreeDrafter):
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
-        self.harvester.start(context, prefill)
         self.matcher.reset(context)
 
     def propose(self, context):
@@ -76,7 +75,3 @@ class BalancedTreeDrafter(TreeDrafter):
                     frontier.append(nodes.add(v, t, ADJACENCY, s))
                     added += 1
         return self.finish(nodes)
-
-    def accepted(self, result, context) -> None:
-        self.harvester.harvest(self.proposed, result)
-        super().accepted(result, context)

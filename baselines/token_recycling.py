@@ -53,10 +53,6 @@ class TokenRecyclingDrafter(TreeDrafter):
         self.harvester = AdjacencyHarvester(p.k, bigram=False, keep=not p.cold_start)
         self.template = tree_template(p.widths, p.k)
 
-    def start(self, context, prefill) -> None:
-        super().start(context, prefill)
-        self.harvester.start(context, prefill)
-
     def propose(self, context):
         nodes = TreeNodes(context[-1], context[-2] if len(context) > 1 else None)
         unigram = self.harvester.table.unigram
@@ -73,7 +69,3 @@ class TokenRecyclingDrafter(TreeDrafter):
                 continue
             at[path] = nodes.add(parent, t, ADJACENCY, row[1][path[-1]])
         return self.finish(nodes)
-
-    def accepted(self, result, context) -> None:
-        self.harvester.harvest(self.proposed, result)
-        super().accepted(result, context)

@@ -218,3 +218,21 @@ def test_every_method_is_lossless_on_tiny_model(tiny, prompts, drafter):
         assert gen.tokens == ref
         accepted += len(gen.tokens) - gen.steps
     assert accepted > 0, "the tiny model's repetitive outputs should let every drafter land something"
+
+
+def test_spine_acceptance_ema_follows_the_spine_rates(tiny, prompts):
+    """The EMA that picks the spine tier moves after spine steps and stays within the range of
+    its start and the per-step spine acceptance rates (a running average of them)."""
+    engine = Engine(tiny)
+    moved = False
+    for prompt in prompts:
+        d = GooseDrafter()
+        d.enable_trace()
+        generate(engine, prompt, d, 48)
+        rates = [s["spine_accepted"] / s["spine"] for s in d.take_trace()
+                 if s["route"] in ("spine_tree", "bypass") and s["spine"]]
+        if rates:
+            start = d.config.ema_init
+            assert min(start, *rates) - 1e-12 <= d.ema <= max(start, *rates) + 1e-12
+            moved |= d.ema != start
+    assert moved, "no prompt moved the EMA: the tier never adapts"

@@ -89,23 +89,21 @@ def make_drafter(method: DictConfig, budget: Budget) -> tuple[Drafter, dict]:
     return drafter, {"_target_": method.drafter._target_, **plain}
 
 
-def budget_label(method: DictConfig, budget) -> str | int:
+def budget_label(drafter: Drafter, budget) -> str | int:
     """The budget a row records: as given, or `fixed` for a method no numeric budget changes (so
     a budget sweep runs it once, not once per budget)."""
-    if budget == "auto" or budget_field(drafter_class(method).Config):
-        return budget
-    return FIXED
+    return budget if budget == "auto" or budget_field(drafter.config) else FIXED
 
 
 def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
-                extra: list[str] | tuple[str, ...] = ()) -> tuple[str, DictConfig, Budget]:
+                extra: list[str] | tuple[str, ...] = ()) -> tuple[DictConfig, Budget]:
     """`name` or `name@budget` (e.g. goose@16, pld@auto): the method's config as run.py composes it."""
     name, _, b = spec.partition("@")
     if name not in method_names(search_path):
         raise GooseError(f"unknown method '{name}'; choose from {', '.join(method_names(search_path))}")
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])
     cfg = compose_config(overrides, search_path)
-    return spec, cfg.method, Budget.parse(cfg.budget)
+    return cfg.method, Budget.parse(cfg.budget)
 
 
 def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
@@ -113,7 +111,7 @@ def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: l
     """Drafters for `name[@budget]` specs, checked before any model loads (bench.py, gpu_check.py)."""
     out = {}
     for spec in specs:
-        _, method, budget = load_method(spec, model, search_path, extra)
+        method, budget = load_method(spec, model, search_path, extra)
         out[spec] = (make_drafter(method, budget)[0], budget)
     return out
 

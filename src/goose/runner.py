@@ -16,7 +16,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from goose.benchmarks import Prompt, load_prompts
 from goose.budget import AutoBudget, Budget, cost_curve
-from goose.decode import Drafter, generate
+from goose.decode import generate
+from goose.drafter import Drafter
 from goose.engine import Engine
 from goose.fingerprints import prompts_fingerprint
 from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
@@ -47,7 +48,7 @@ def prepare(cfg: DictConfig) -> tuple[DictConfig, Drafter, Budget]:
     drafter, record = make_drafter(cfg.method, budget)
     cfg = copy.deepcopy(cfg)  # the caller's config stays as given
     with open_dict(cfg):
-        cfg.budget = budget_label(cfg.method, cfg.budget)
+        cfg.budget = budget_label(drafter, cfg.budget)
         cfg.method.drafter = OmegaConf.create(record)
     return cfg, drafter, budget
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from goose.budget import Budget
 from goose.errors import GooseError
 from goose.fingerprints import digest
 from goose.models import resolve_device, resolve_dtype
@@ -24,7 +23,6 @@ def _whole(v, low: int) -> bool:
 
 def validate(cfg: DictConfig) -> None:
     """Every check that needs no model and no data, so a bad command fails before anything is created."""
-    Budget.parse(cfg.budget)
     if not _whole(cfg.max_new_tokens, 1):
         raise GooseError(f"max_new_tokens must be an integer >= 1 (got {cfg.max_new_tokens!r}).")
     if cfg.n_prompts is not None and not _whole(cfg.n_prompts, 1):

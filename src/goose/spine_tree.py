@@ -156,7 +156,6 @@ class GooseDrafter(TreeDrafter):
         self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
                                          memory=p.keep_table)
         self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.keep_table)
-        self.table = self.harvester.table
         self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
         self.ema = p.ema_init
         self.route = "ar"
@@ -165,7 +164,6 @@ class GooseDrafter(TreeDrafter):
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
-        self.harvester.start(context, prefill)
         self.matcher.reset(context)
         self.ema = self.config.ema_init
         self.routes = Counter()
@@ -194,24 +192,25 @@ class GooseDrafter(TreeDrafter):
         root = context[-1]
         root_prev = context[-2] if len(context) > 1 else None
         p = self.config
+        table = self.harvester.table
         m: Match = self.matcher.match() if p.context_spine else Match([])
         chain = m.chain
         c = confidence(len(chain), m.consensus, p.long_match) if p.use_confidence else 0.0
-        if self.table.lookup(root_prev, root) is not None:
+        if table.lookup(root_prev, root) is not None:
             if c > p.extend_above:
                 chain = self.extend_chain(context, chain, c)
             if c >= 1.0:
                 self.route = "bypass"  # full confidence: the whole budget is spine, a pure chain
-                nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), self.table, p, c)
+                nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), table, p, c)
             else:
                 budget = p.budget + math.floor(c * p.extension)
                 r = self.tier() + c * (1 - self.tier())
                 spine = chain[: min(len(chain), math.floor(budget * r), budget - 1)]
                 self.route = "spine_tree" if spine else "branch_tree"
-                nodes = build_spine_tree(root, root_prev, spine, budget, self.table, p, c)
+                nodes = build_spine_tree(root, root_prev, spine, budget, table, p, c)
         elif chain:
             self.route = "chain"
-            nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), self.table, p, c)
+            nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), table, p, c)
         else:
             self.route = "ar"
             nodes = TreeNodes(root, root_prev)
@@ -223,8 +222,14 @@ class GooseDrafter(TreeDrafter):
         return draft
 
     def accepted(self, result, context) -> None:
-        self.harvester.harvest(self.proposed, result)
         super().accepted(result, context)
+        if self.route in ("spine_tree", "bypass"):  # the spine-acceptance EMA that picks the tier
+            nodes = self.proposed
+            n_spine = nodes.source.count(SPINE)
+            if n_spine:
+                hit = sum(nodes.source[i] == SPINE for i in result.path)
+                a = self.config.ema_alpha
+                self.ema = a * hit / n_spine + (1 - a) * self.ema
 
     def step_info(self, nodes: TreeNodes, path: list[int]) -> dict:
         """The route taken, and the tokens gained after the walk left the spine below the root into a

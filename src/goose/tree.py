@@ -81,24 +81,27 @@ class SourceStats:
         self.depth_drafted: Counter = Counter()
         self.depth_accepted: Counter = Counter()
 
-    def record(self, nodes: TreeNodes, path: list[int]) -> dict:
-        """Count one verified tree; return the step's per-source numbers (for a trace)."""
+    def record(self, nodes: TreeNodes, path: list[int]) -> None:
+        """Count one verified tree."""
         c = self.counts
         c["drafted"] += len(nodes) - 1
         c["accepted"] += len(path) - 1
         on_path = set(path)
-        step = {"size": len(nodes), "accepted": len(path) - 1}
-        step.update({k: 0 for name in self.names for k in (name, f"{name}_accepted")})
         for i in range(1, len(nodes)):
             name, d = nodes.source[i].name, nodes.depth[i]
             hit = i in on_path
             c[f"{name}_drafted"] += 1
             c[f"{name}_accepted"] += hit
-            step[name] = step.get(name, 0) + 1
-            step[f"{name}_accepted"] = step.get(f"{name}_accepted", 0) + hit
             self.depth_drafted[min(d, DEEP)] += 1
             self.depth_accepted[min(d, DEEP)] += hit
-        return step
+
+    def step(self, nodes: TreeNodes, path: list[int]) -> dict:
+        """One verified tree's numbers per source, for a trace line."""
+        out = {"size": len(nodes), "accepted": len(path) - 1}
+        for name in self.names:
+            out[name] = sum(s.name == name for s in nodes.source)
+            out[f"{name}_accepted"] = sum(nodes.source[i].name == name for i in path)
+        return out
 
     def stats(self) -> dict:
         c = self.counts
@@ -140,7 +143,9 @@ class TreeDrafter(Drafter):
     """A drafter whose drafts are `TreeNodes`: subclasses build a tree in `propose` and return
     `self.finish(nodes)`; counting, budget=auto and tracing happen here.
 
-    `sources` names what the subclass labels its nodes with (reported per source in every row).
+    `sources` names what the subclass labels its nodes with (reported per source in every row);
+    a subclass fed by an adjacency table sets `self.harvester`, which then sees the prefill and
+    every verified tree.
     """
 
     sources: tuple[Source, ...] = ()
@@ -151,6 +156,7 @@ class TreeDrafter(Drafter):
         self.auto = None  # an AutoBudget under budget=auto
         self.proposed: TreeNodes | None = None  # the tree of the draft being verified
         self.trace: list[dict] | None = None
+        self.harvester: AdjacencyHarvester | None = None
 
     def enable_auto_budget(self, auto) -> None:
         if not self.capabilities.auto_budget:
@@ -161,7 +167,9 @@ class TreeDrafter(Drafter):
         self.trace = []
 
     def take_trace(self) -> list[dict]:
-        steps, self.trace = self.trace or [], [] if self.trace is not None else None
+        if self.trace is None:
+            return []
+        steps, self.trace = self.trace, []
         return steps
 
     def finish(self, nodes: TreeNodes) -> Draft:
@@ -172,6 +180,8 @@ class TreeDrafter(Drafter):
         return nodes.draft()
 
     def start(self, context: list[int], prefill: Verification) -> None:
+        if self.harvester is not None:
+            self.harvester.start(context, prefill)
         if self.auto is not None:
             # Learned per prompt: a prompt's drafts never depend on which prompts ran before it
             # (a resumed run, n_prompts or another order give the same rows).
@@ -182,12 +192,14 @@ class TreeDrafter(Drafter):
 
     def accepted(self, result: Verification, context: list[int]) -> None:
         nodes = self.proposed
+        if self.harvester is not None:
+            self.harvester.harvest(nodes, result)
         if self.auto is not None:
             self.auto.observe(nodes, result.path)
-        step = self.counters.record(nodes, result.path)
-        step.update(self.step_info(nodes, result.path))
+        self.counters.record(nodes, result.path)
+        extra = self.step_info(nodes, result.path)
         if self.trace is not None:
-            self.trace.append(step)
+            self.trace.append({**self.counters.step(nodes, result.path), **extra})
 
     def step_info(self, nodes: TreeNodes, path: list[int]) -> dict:
         """A subclass's own per-step numbers (counted in its stats, written to the trace)."""
