@@ -53,9 +53,10 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     # A row without a config hash (written by an old version) is known only by the file it is in.
     df = pd.concat([pd.read_csv(f).assign(_file=str(f)) for f in files], ignore_index=True)
     df["lossless"] = df["lossless"].astype(str).eq("True")
-    for c in ["config_hash", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
+    for c in ["config_hash", "memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
         if c not in df:
             df[c] = ""
+    df["memory"] = df["memory"].fillna("").astype(str)  # "" = written before memory modes existed
     df["config_hash"] = df["config_hash"].fillna("").astype(str)
     legacy = df.config_hash.eq("")
     df.loc[legacy, "config_hash"] = "file:" + df.loc[legacy, "_file"]
@@ -68,8 +69,10 @@ def load_rows(root: str | Path) -> pd.DataFrame:
                                                               and c not in ("model.path", "model.name")])
     df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [c for c in df if c.startswith("benchmark.")
                                                                         and c != "benchmark.path"])
-    df["method"] = _distinguish(df, "method", RUN_SETTINGS + [c for c in df if c.startswith("method.")])
-    cell = ["model", "benchmark", "method", "budget"]
+    # The memory mode is a column of its own (grouped by, shown in tables), not part of a method's name.
+    df["method"] = _distinguish(df, "method", RUN_SETTINGS + [c for c in df if c.startswith("method.")
+                                                             and c != "method.drafter.memory"])
+    cell = ["model", "benchmark", "method", "budget", "memory"]
     mixed = df.groupby(cell, dropna=False)["config_hash"].nunique()
     mixed = mixed[mixed > 1]
     if len(mixed):  # still two configurations in one cell: name them by hash rather than pool them
@@ -102,6 +105,14 @@ def _distinguish(df: pd.DataFrame, name: str, identity: list[str]) -> pd.Series:
         label = g[differ].map(_text).apply(lambda r, d=differ: ", ".join(_short(c, r[c]) for c in d), axis=1)
         out[g.index] = f"{value} [" + label + "]"
     return out
+
+
+def paper_settings(df: pd.DataFrame) -> pd.DataFrame:
+    """The paper's artifacts read each method in its paper memory mode: Token Recycling's hot start
+    (memory=run), every other method's table reset per prompt (memory=prompt; `none` for methods that
+    keep nothing). Runs in the other mode appear only in the tables that show the mode."""
+    want = df.method.str.split(" ").str[0].map(lambda m: "run" if m == "tr" else "prompt")
+    return df[df.memory.isin(["", "none"]) | df.memory.eq(want)]
 
 
 def pooled(g: pd.DataFrame) -> dict:
@@ -163,20 +174,37 @@ def table2(df: pd.DataFrame) -> pd.DataFrame:
     return t[cols]
 
 
-METHOD_ORDER = ["ar", "pld", "tr", "lookahead", "rest", "iso3", "iso5", "goose"]  # then ablations, others
+METHOD_ORDER = ["ar", "pld", "tr", "lookahead", "rest", "iso3", "iso5", "suffix-chain", "suffix", "goose",
+                "goose-suffix"]  # then ablations, others
+CONFIG = ["model", "method", "budget", "memory"]  # one row of the all-methods tables per configuration
 
 
 def all_methods(df: pd.DataFrame) -> pd.DataFrame:
-    """tau and speedup of every method, per benchmark and pooled ("all"), one row per model and method."""
-    t = pd.concat([by(df, ["model", "method", "benchmark"]), by(df, ["model", "method"]).assign(benchmark="all")])
-    wide = t.pivot_table(index=["model", "method"], columns="benchmark", values=["tau", "speedup"], dropna=False)
+    """tau and speedup of every configuration (method, budget, memory mode), per benchmark and pooled
+    ("all"), with how many prompts were lossless."""
+    df = df.assign(budget=df.budget.astype(str))
+    t = pd.concat([by(df, [*CONFIG, "benchmark"]), by(df, CONFIG).assign(benchmark="all")])
+    t["lossless"] = [f"{int(x)}/{int(n)}" for x, n in zip(t.lossless, t.prompts)]
+    wide = t.pivot(index=CONFIG, columns="benchmark", values=["tau", "speedup"])
     benches = [b for b in wide.columns.get_level_values(1).unique() if b != "all"] + ["all"]
-    wide = wide[[(v, b) for v in ("tau", "speedup") for b in benches]]
+    wide = wide[[(v, b) for v in ("tau", "speedup") for b in benches if (v, b) in wide.columns]]
     wide.columns = [f"{v} {b}" for v, b in wide.columns]
-    wide = wide.reset_index()
+    wide = wide.dropna(axis=1, how="all").reset_index()
+    wide = wide.merge(t[t.benchmark == "all"][[*CONFIG, "lossless"]], on=CONFIG, how="left")
     rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
-    wide["_order"] = [rank.get(m, len(rank)) for m in wide.method]
-    return wide.sort_values(["model", "_order", "method"]).drop(columns="_order").reset_index(drop=True).round(3)
+    wide["_order"] = [rank.get(m.split(" ")[0], len(rank)) for m in wide.method]
+    wide["_auto"] = wide.budget.eq("auto")
+    keys = ["model", "_order", "method", "_auto", "budget", "memory"]
+    return wide.sort_values(keys).drop(columns=["_order", "_auto"]).reset_index(drop=True).round(3)
+
+
+SUFFIX_METHODS = ["pld", "tr", "suffix-chain", "suffix", "goose", "goose-suffix"]
+
+
+def suffix(df: pd.DataFrame) -> pd.DataFrame:
+    """SuffixDecoding (chain and tree) vs GOOSE, GOOSE with a suffix-tree spine, Token Recycling and
+    PLD: every budget and memory mode kept apart."""
+    return all_methods(df[df.method.str.split(" ").str[0].isin(SUFFIX_METHODS)])
 
 
 def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]:
@@ -292,7 +320,9 @@ def plot_synergy(df: pd.DataFrame):
 TABLES = {
     "table1": ("Table 1: anisotropic GOOSE vs isotropic trees at equal budget", table1),
     "table2": ("Table 2: ablations", table2),
-    "all_methods": ("All methods x benchmarks: tau and speedup", all_methods),
+    "all_methods": ("All methods x benchmarks: tau and speedup per budget and memory mode", all_methods),
+    "suffix": ("SuffixDecoding vs GOOSE: tau per budget and memory mode (prompt: state cleared per prompt; "
+               "run: kept across the prompts of a run; none: the method keeps no state)", suffix),
 }
 FIGURES = {
     "figure1": plot_figure1,
@@ -303,13 +333,20 @@ FIGURES = {
 ARTIFACTS = [*TABLES, *FIGURES]
 
 
+EVERY_SETTING = ("all_methods", "suffix")  # tables with budget and memory columns of their own
+
+
 def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]:
-    """Write one artifact. Every artifact but the budget sweep reads the runs at `budget` (and those of
-    methods no budget changes: budget=fixed)."""
-    if name != "budget_sweep":
+    """Write one artifact. The paper's artifacts read each method in its paper memory mode and (but for
+    the budget sweep) the runs at `budget` and those of methods no budget changes (budget=fixed); the
+    all-methods tables keep every budget and memory mode, in columns of their own."""
+    if name not in EVERY_SETTING:
+        df = paper_settings(df)
+    if name not in ("budget_sweep", *EVERY_SETTING):
         df = df[df.budget.astype(str).isin([str(budget), FIXED])]
-        if df.empty:
-            raise SystemExit(f"{name}: no rows at budget {budget}; run its experiment first")
+    if df.empty:
+        raise SystemExit(f"{name}: no rows{'' if name in EVERY_SETTING else f' at budget {budget}'}; "
+                         "run its experiment first")
     if name in FIGURES:
         return _save(FIGURES[name](df), out, name)
     title, fn = TABLES[name]

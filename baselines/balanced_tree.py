@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from goose.context_match import ContextMatcher, confidence
-from goose.drafter import Capabilities
+from goose.drafter import Capabilities, check_memory
 from goose.errors import GooseError
 from goose.spine_tree import successors
 from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
@@ -29,9 +29,11 @@ class BalancedTreeConfig:
     ngram_sizes: tuple[int, ...] = (5, 4, 3)
     max_chain: int = 20
     long_match: int = 8
+    memory: str = "prompt"  # adjacency table reset per prompt, as GOOSE's
 
     def __post_init__(self):
         object.__setattr__(self, "ngram_sizes", tuple(self.ngram_sizes))
+        check_memory(self.memory, "balanced tree")
         if min(self.branching, self.budget, self.max_depth, self.k, self.max_chain, self.long_match) < 1:
             raise GooseError("balanced tree: branching, budget, max_depth, k, max_chain, long_match must be >= 1.")
         if self.extension < 0 or not 0 <= self.min_score <= 1:
@@ -46,8 +48,9 @@ class BalancedTreeDrafter(TreeDrafter):
     def __init__(self, config: BalancedTreeConfig | None = None, **overrides):
         super().__init__(config, **overrides)
         p = self.config
-        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True)
-        self.harvester = AdjacencyHarvester(p.k, p.bigram)
+        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
+                                         memory=p.memory == "run")
+        self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.memory == "run")
         self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
 
     def start(self, context, prefill) -> None:

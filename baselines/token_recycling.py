@@ -1,12 +1,13 @@
 """Token Recycling: a static tree template filled from an adjacency matrix [vocab, 8].
 
 Every forward overwrites each processed token's row with its top-8 next tokens. The
-matrix is kept across prompts by default ("hot start"), as the peers run it.
+matrix is kept across prompts by default (memory=run: the paper's "hot start", as the peers run
+it); memory=prompt starts every prompt from an empty matrix.
 """
 
 from dataclasses import dataclass
 
-from goose.drafter import Capabilities
+from goose.drafter import Capabilities, check_memory
 from goose.errors import GooseError
 from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
 
@@ -18,11 +19,12 @@ TR_WIDTHS = (8, 21, 25, 15, 8, 3)  # nodes per depth of the "2.2.2" template: 80
 class TRConfig:
     k: int = 8
     widths: tuple[int, ...] = TR_WIDTHS  # the template's nodes per depth (TR ignores the budget)
-    cold_start: bool = False  # hot start: one matrix kept across prompts (the peers' setting)
+    memory: str = "run"  # hot start: one matrix kept across the prompts of a run (the paper's setting)
     prefill_harvest: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "widths", tuple(self.widths))
+        check_memory(self.memory, "tr")
         if self.k < 1 or not self.widths or min(self.widths) < 1:
             raise GooseError("tr: k and every template width must be >= 1.")
 
@@ -49,8 +51,8 @@ class TokenRecyclingDrafter(TreeDrafter):
         super().__init__(config, **overrides)
         p = self.config
         self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
-                                         memory=not p.cold_start)
-        self.harvester = AdjacencyHarvester(p.k, bigram=False, keep=not p.cold_start)
+                                         memory=p.memory == "run")
+        self.harvester = AdjacencyHarvester(p.k, bigram=False, keep=p.memory == "run")
         self.template = tree_template(p.widths, p.k)
 
     def propose(self, context):

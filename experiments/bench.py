@@ -6,7 +6,12 @@ over repeats, min-max spread), ratios computed within each repeat and then the m
 tau, losslessness against HF greedy, and the per-step overhead breakdown (a separate,
 profiled pass, so timed runs carry no extra syncs).
 
+Methods that keep state across prompts (memory=run: TR's matrix, SuffixDecoding's global tree) keep
+it across the prompts of a pass, in order, and every pass starts from the state the first one did:
+a pass never drafts from the answers of an earlier pass.
+
     python experiments/bench.py [--n-prompts 10] [--max-new-tokens 128] [--repeats 3]
+    python experiments/bench.py --methods goose@auto tr:prompt suffix@60:run
 """
 
 from __future__ import annotations
@@ -27,25 +32,28 @@ from goose.budget import cost_curve  # noqa: E402
 from goose.decode import generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
-from goose.methods import arm, build_drafters, method_names  # noqa: E402
+from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa: E402
 from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids, tokenizer_fingerprint  # noqa: E402  # noqa: E402
 from goose.timing import hf_greedy  # noqa: E402
 
-# Methods from conf/method/ (and --search-path folders), as NAME or NAME@BUDGET.
-DEFAULT_METHODS = ("ar", "pld", "pld@auto", "tr", "iso3", "goose@16", "goose@32", "goose@60", "goose@auto")
+# Methods from conf/method/ (and --search-path folders), as NAME[@BUDGET][:MEMORY]; each in its default
+# memory mode unless one is given. REST reads the offline datastore (`make bench` builds it).
+DEFAULT_METHODS = ("ar", "pld", "pld@auto", "tr", "iso3", "lookahead", "rest", "suffix-chain", "suffix",
+                   "suffix@auto", "goose@16", "goose@32", "goose@60", "goose@auto", "goose-suffix",
+                   "goose-suffix@auto")
 HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
 
 
 def check_names(ap: argparse.ArgumentParser, args) -> None:
     """Unknown names are an error that lists the valid ones; none is dropped silently."""
-    methods = [m.partition("@")[0] for m in args.methods or [] if m not in HF_METHODS]
+    methods = [parse_spec(m)[0] for m in args.methods or [] if m not in HF_METHODS]
     checks = [("--model", [args.model], model_config_names()), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
               ("--methods", methods, method_names(args.search_path))]
     for flag, given, valid in checks:
         bad = [x for x in given if x not in valid]
         if bad:
             ap.error(f"{flag}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(valid)}"
-                     + (" (as NAME or NAME@BUDGET), or hf-greedy, hf-prompt-lookup" if flag == "--methods" else ""))
+                     + (" (as NAME[@BUDGET][:MEMORY]), or hf-greedy, hf-prompt-lookup" if flag == "--methods" else ""))
     if args.repeats < 0 or args.n_prompts < 1 or args.max_new_tokens < 1:
         ap.error("--repeats must be >= 0, --n-prompts and --max-new-tokens >= 1")
 
@@ -58,7 +66,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats; 0 runs only the profiled pass")
     ap.add_argument("--methods", nargs="*", default=None,
-                    help=f"NAME or NAME@BUDGET from conf/method/ (default: {' '.join(DEFAULT_METHODS)}); "
+                    help=f"NAME[@BUDGET][:MEMORY] from conf/method/ (default: {' '.join(DEFAULT_METHODS)}); "
                          "hf-greedy and ar always run")
     ap.add_argument("--search-path", action="append", default=[],
                     help="an extra config folder holding method/NAME.yaml (as Hydra's hydra.searchpath)")
@@ -72,7 +80,8 @@ def main() -> None:
     try:
         sys.path.extend(args.search_path)  # a user's drafter file may sit beside its YAML
         built = build_drafters(specs, args.model, args.search_path,
-                               [f"model.path={args.model_path}"] if args.model_path else [])
+                               [f"model.path={args.model_path}"] if args.model_path else [],
+                               skip_missing=args.methods is None)
         cfg = model_config(args.model, args.model_path)
         model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
         prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
@@ -108,6 +117,13 @@ def main() -> None:
     runners.update({k: mine(d) for k, d in ours.items()})
     names = list(runners)
 
+    initial = {m: d.save_memory() for m, d in ours.items()}  # empty; restored before every pass
+
+    def fresh_memory():
+        for m, d in ours.items():
+            if initial[m] is not None:
+                d.restore_memory(initial[m])
+
     for fn in runners.values():  # warm-up
         fn(prompts[0][1][:64])
     print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads): "
@@ -121,6 +137,7 @@ def main() -> None:
     steps = {m: 0 for m in names}
     lossless = {m: 0 for m in names}
     for rep in range(args.repeats):
+        fresh_memory()
         t0 = time.perf_counter()
         for i, (bench, ids) in enumerate(prompts):
             k = (i + rep) % len(names)
@@ -164,6 +181,7 @@ def main() -> None:
 
     # Per-step overhead breakdown, from a separate profiled pass (syncs on).
     engine.profile = True
+    fresh_memory()
     print("\nper-step time, profiled pass (ms): forward | engine overhead (mask, top-k, walk, KV) | drafter | "
           "overhead share")
     for m, d in ours.items():

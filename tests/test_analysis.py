@@ -157,3 +157,30 @@ def test_legacy_rows_load_with_tau_and_no_speedup(tmp_path):
               "ar_tokens_per_s": 20.0, "speedup": 3.2})  # written before timing provenance existed
     t = by(load_rows(tmp_path), ["model", "method"])
     assert t.tau.tolist() == [3.2] and t.speedup.isna().all()
+
+
+def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
+    """Each (method, budget, memory) is its own row of the all-methods tables; the paper's artifacts
+    read TR in its hot start and GOOSE with its table reset per prompt."""
+    from analysis.artifacts import all_methods, paper_settings, suffix
+
+    cells = {("tr", "fixed", "run"): 40, ("tr", "fixed", "prompt"): 80, ("goose", "60", "prompt"): 32,
+             ("goose", "60", "run"): 30, ("goose", "auto", "prompt"): 36, ("pld", "fixed", "none"): 64,
+             ("suffix", "60", "run"): 50}
+    for (method, budget, memory), steps in cells.items():
+        f = ResultsFile(tmp_path / "m" / "gsm8k" / method / f"B{budget}-M{memory}" / "results.csv")
+        for i in range(2):
+            f.append({"model": "m", "benchmark": "gsm8k", "method": method, "budget": budget, "memory": memory,
+                      "prompt_id": str(i), "new_tokens": 128, "steps": steps, "tau": 128 / steps, "wall_s": 1.0,
+                      "tokens_per_s": 128, "lossless": i == 0, "config_hash": f"{method}{budget}{memory}",
+                      "method.drafter.memory": memory if memory != "none" else "", **SAME_RUN})
+    df = load_rows(tmp_path)
+    t = all_methods(df)
+    got = {(m, b, mem): tau for m, b, mem, tau in zip(t.method, t.budget, t.memory, t["tau all"])}
+    assert got == {k: pytest.approx(128 / v, abs=1e-3) for k, v in cells.items()}
+    assert set(t.lossless) == {"1/2"}
+    assert set(suffix(df).method) == {"tr", "goose", "pld", "suffix"}
+    paper = paper_settings(df)
+    assert sorted(set(zip(paper.method, paper.memory))) == [("goose", "prompt"), ("pld", "none"), ("tr", "run")]
+    out = make("suffix", df, tmp_path / "out")
+    assert "auto" in out[0].read_text() and "| run " in out[0].read_text()

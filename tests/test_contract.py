@@ -22,8 +22,8 @@ FREE = CostCurve([1, 128], [1.0, 1.0])  # verification costs the same at any wid
 
 
 def drafter(spec, store):
-    method, budget = load_method(spec, extra=[f"+rest_datastore={store}"])
-    return make_drafter(method, budget)[0], budget
+    method, budget, memory = load_method(spec, extra=[f"+rest_datastore={store}"])
+    return make_drafter(method, budget, memory)[0], budget
 
 
 def decode(tiny, prompts, d, n=40):

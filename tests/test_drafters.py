@@ -203,7 +203,7 @@ def drafters():
     yield GooseDrafter(budget=8)
     yield PromptLookupDrafter()
     yield TokenRecyclingDrafter()
-    yield TokenRecyclingDrafter(cold_start=True)
+    yield TokenRecyclingDrafter(memory="prompt")
     yield BalancedTreeDrafter(branching=3)
     yield BalancedTreeDrafter(branching=5, budget=16)
 

@@ -42,7 +42,7 @@ def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tm
     args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
             f"benchmark.path={prompt_file}", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}", "n_prompts=2"]
     _, first = run_goose(*args)
-    out = run_folder(tmp_path / "res", "model", "jsonl", "goose", "B60-N24") / "results.csv"
+    out = run_folder(tmp_path / "res", "model", "jsonl", "goose", "B60-Mprompt-N24") / "results.csv"
     got = rows(out)
     assert [r["prompt_id"] for r in got] == ["p0", "p1"]
     for col in ("model", "benchmark", "method", "budget", "prompt_id", "new_tokens", "steps", "tau", "wall_s",
@@ -66,7 +66,7 @@ def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tm
 def test_ar_run_is_checked_against_hf_generate(tiny_folder, prompt_file, tmp_path, run_goose):
     run_goose("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
               "max_new_tokens=16", f"results_dir={tmp_path}", "n_prompts=2")
-    got = rows(run_folder(tmp_path, "model", "jsonl", "ar", "Bfixed-N16") / "results.csv")
+    got = rows(run_folder(tmp_path, "model", "jsonl", "ar", "Bfixed-Mnone-N16") / "results.csv")
     assert all(x["lossless"] == "True" and x["tau"] == "1.0" for x in got)
 
 
@@ -123,7 +123,7 @@ def test_trace_jsonl_per_step(tiny_folder, prompt_file, tmp_path, run_goose):
     run_goose("model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
               f"benchmark.path={prompt_file}", "max_new_tokens=16", "n_prompts=1", "trace=true",
               f"results_dir={tmp_path}")
-    run = run_folder(tmp_path, "model", "jsonl", "goose", "B60-N16")
+    run = run_folder(tmp_path, "model", "jsonl", "goose", "B60-Mprompt-N16")
     steps = [json.loads(x) for x in (run / "trace.jsonl").read_text().splitlines()]
     row = rows(run / "results.csv")[0]
     assert len(steps) == int(row["steps"]) - 1  # one line per verification (prefill excluded)

@@ -22,7 +22,7 @@ def smollm2():
 def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
     r = run_py("method=goose", "n_prompts=2", "max_new_tokens=48", f"results_dir={tmp_path}")
     assert r.returncode == 0, r.stderr[-3000:]
-    with open(run_folder(tmp_path, "smollm2-135m", "humaneval", "goose", "B60-N48") / "results.csv") as f:
+    with open(run_folder(tmp_path, "smollm2-135m", "humaneval", "goose", "B60-Mprompt-N48") / "results.csv") as f:
         got = list(csv.DictReader(f))
     assert len(got) == 2 and all(x["lossless"] == "True" for x in got)
     assert sum(int(x["new_tokens"]) for x in got) > sum(int(x["steps"]) for x in got)  # tau > 1
@@ -35,6 +35,7 @@ def test_every_method_matches_hf_greedy(smollm2, tmp_path):
     from baselines.lookahead import LookaheadDrafter
     from baselines.pld import PromptLookupDrafter
     from baselines.rest import RestDrafter, build
+    from baselines.suffix import GooseSuffixDrafter, SuffixDrafter
     from baselines.token_recycling import TokenRecyclingDrafter
     from goose.benchmarks import load_prompts
     from goose.decode import generate
@@ -48,7 +49,8 @@ def test_every_method_matches_hf_greedy(smollm2, tmp_path):
     build(tok, "smollm2-135m", "stdlib", tmp_path / "ds", 40, 200_000)
     drafters = [GooseDrafter(**a) for a in ABLATIONS] + [
         PromptLookupDrafter(), TokenRecyclingDrafter(), BalancedTreeDrafter(branching=3),
-        BalancedTreeDrafter(branching=5), LookaheadDrafter(), RestDrafter(datastore=str(tmp_path / "ds"))]
+        BalancedTreeDrafter(branching=5), LookaheadDrafter(), RestDrafter(datastore=str(tmp_path / "ds")),
+        SuffixDrafter(), SuffixDrafter(tree=False, memory="prompt"), GooseSuffixDrafter(memory="run")]
     for p in prompts:
         ids = tok(p.text).input_ids
         ref = hf_greedy(model, ids, 48, stops)

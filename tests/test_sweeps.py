@@ -57,7 +57,7 @@ def test_cached_sweep_times_ar_once_per_prompt_and_second_run_skips_everything(t
     timings = sorted((tmp_path / "res" / "references" / "timings").rglob("*.jsonl"))
     assert [len(t.read_text().splitlines()) for t in timings] == [1, 1, 1]  # AR timed once in the sweep
     stamps = [r.stat().st_mtime_ns for r in refs]
-    for m, tag in (("pld", "Bfixed-N16"), ("goose", "B60-N16")):
+    for m, tag in (("pld", "Bfixed-Mnone-N16"), ("goose", "B60-Mprompt-N16")):
         got = rows(run_folder(tmp_path / "res", "model", "jsonl", m, tag) / "results.csv")
         assert len(got) == 3 and all(r["lossless"] == "True" for r in got)
         assert all(r["speedup_source"] == "cached" and r["speedup_stale"] == "False" for r in got)
@@ -74,7 +74,7 @@ def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monk
     r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "method=goose", "max_new_tokens=8",
                f"data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'res'}")
     assert r.returncode == 0, r.stderr[-2000:]
-    got = rows(run_folder(tmp_path / "res", "model", "spec_bench", "goose", "B60-N8") / "results.csv")
+    got = rows(run_folder(tmp_path / "res", "model", "spec_bench", "goose", "B60-Mprompt-N8") / "results.csv")
     assert [x["prompt_id"] for x in got] == ["81", "81#2"]
     assert int(got[1]["prompt_tokens"]) > int(got[0]["prompt_tokens"]) + 8  # carries turn 1 and its answer
     assert all(x["lossless"] == "True" for x in got)
@@ -86,7 +86,7 @@ def test_wandb_offline_run_holds_config_and_metrics(tiny_folder, tmp_path):
                         "method=pld", "n_prompts=2", "max_new_tokens=8", f"results_dir={tmp_path}"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    folder = run_folder(tmp_path, "model", "humaneval", "pld", "Bfixed-N8")
+    folder = run_folder(tmp_path, "model", "humaneval", "pld", "Bfixed-Mnone-N8")
     runs = list((folder / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     blob = next(p for p in runs[0].rglob("*.wandb")).read_bytes()
@@ -109,7 +109,7 @@ def test_slurm_launcher_composes():
     assert "SlurmLauncher" in launcher._target_ and launcher.gpus_per_node == 1
 
 
-@pytest.mark.parametrize("exp", ["figure1", "figure4", "table1", "table2", "budget_sweep", "all_methods"])
+@pytest.mark.parametrize("exp", ["figure1", "figure4", "table1", "table2", "budget_sweep", "all_methods", "suffix"])
 @pytest.mark.parametrize("profile", ["paper", "local"])
 def test_experiment_configs_compose_and_name_real_methods(exp, profile):
     from goose.methods import method_names

@@ -23,7 +23,7 @@ class Capabilities:
     harvest_prefill: bool = False  # ... and of every prompt position at prefill, handed to start()
     auto_budget: bool = False  # prunes its drafts to what pays on this hardware under budget=auto
     trace: bool = False  # can record one dict per verification step (trace=true)
-    memory: bool = False  # keeps state across prompts: a row then depends on the prompts before it
+    memory: bool = False  # memory=run: keeps state across prompts, so a row depends on the prompts before it
     tokenizer_bound: bool = False  # holds token ids of its own (a datastore): told the tokenizer's fingerprint
 
 
@@ -41,9 +41,31 @@ def configure(cls: type, config, overrides: dict):
     return dataclasses.replace(config, **overrides) if overrides else config
 
 
+def has_field(config, name: str) -> bool:
+    return any(f.name == name for f in dataclasses.fields(config))
+
+
 def budget_field(config) -> bool:
     """Whether a numeric budget changes this drafter's drafts (its Config has a `budget` field)."""
-    return any(f.name == "budget" for f in dataclasses.fields(config))
+    return has_field(config, "budget")
+
+
+# Cross-prompt memory: `prompt` clears a drafter's learned state before every prompt; `run` keeps
+# it across the prompts of one run, in prompt order. Drafters that can keep state have a `memory`
+# field in their Config (default: the method's paper setting); the others record `none`.
+MEMORY_MODES = ("prompt", "run")
+NO_MEMORY = "none"
+
+
+def check_memory(value: str, method: str) -> None:
+    if value not in MEMORY_MODES:
+        raise GooseError(f"{method}: memory must be prompt (state cleared before every prompt) or run (kept across "
+                         f"the prompts of a run), got {value!r}.")
+
+
+def memory_label(config) -> str:
+    """The memory mode a row records: the Config's, or `none` for a drafter that keeps nothing."""
+    return config.memory if has_field(config, "memory") else NO_MEMORY
 
 
 class Drafter:
@@ -89,6 +111,14 @@ class Drafter:
 
     def check_tokenizer(self, fingerprint: str) -> None:
         """Drafters with token data of their own refuse another vocabulary (capabilities.tokenizer_bound)."""
+
+    def save_memory(self):
+        """memory=run: a copy of what is kept across prompts, taken before a prompt so that its timed
+        repeats (and a benchmark's passes) each start from the state a single run gives it."""
+        return None
+
+    def restore_memory(self, saved) -> None:
+        """Put back a state from `save_memory`."""
 
 
 def autoregressive(drafter: Drafter) -> bool:

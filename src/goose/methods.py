@@ -11,8 +11,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from goose.budget import Budget
-from goose.drafter import Drafter, budget_field
-from goose.errors import GooseError
+from goose.drafter import MEMORY_MODES, Drafter, budget_field, has_field, memory_label
+from goose.errors import GooseError, MissingLibrary
 from goose.metrics import FIXED
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -60,9 +60,9 @@ def drafter_class(method: DictConfig) -> type[Drafter]:
     return cls
 
 
-def resolve_method(method: DictConfig, budget: Budget):
+def resolve_method(method: DictConfig, budget: Budget, memory: str | None = None):
     """(drafter class, its validated Config): the YAML's keys over the dataclass defaults, the budget
-    from the top-level setting."""
+    and (when given) the memory mode from the top-level settings."""
     cls = drafter_class(method)
     given = OmegaConf.to_container(method.drafter, resolve=True)
     given.pop("_target_")
@@ -74,13 +74,23 @@ def resolve_method(method: DictConfig, budget: Budget):
         raise GooseError(f"method '{method.name}': {str(e).splitlines()[0]}") from None
     if budget_field(cls.Config):
         values["budget"] = budget.nodes
+    if memory is not None and has_field(cls.Config, "memory"):
+        values["memory"] = memory
     return cls, cls.Config(**values)
 
 
-def make_drafter(method: DictConfig, budget: Budget) -> tuple[Drafter, dict]:
+def check_memory_setting(memory) -> None:
+    if memory is not None and memory not in MEMORY_MODES:
+        raise GooseError(f"memory must be prompt (state cleared before every prompt), run (kept across the prompts "
+                         f"of a run, in order) or null (each method's paper default); got {memory!r}.")
+
+
+def make_drafter(method: DictConfig, budget: Budget, memory: str | None = None) -> tuple[Drafter, dict]:
     """A drafter ready to run, and the record of its full configuration (for hashes, rows and
-    config.yaml). budget=auto is checked here; the runner hands it the cost curve later."""
-    cls, config = resolve_method(method, budget)
+    config.yaml). budget=auto is checked here; the runner hands it the cost curve later. `memory`
+    (prompt | run) overrides the method's default where the method keeps state at all."""
+    check_memory_setting(memory)
+    cls, config = resolve_method(method, budget, memory)
     drafter = cls(config)
     if budget.auto and not drafter.capabilities.auto_budget:
         raise GooseError(f"method '{method.name}' does not support budget=auto (it cannot prune its drafts); "
@@ -95,24 +105,47 @@ def budget_label(drafter: Drafter, budget) -> str | int:
     return budget if budget == "auto" or budget_field(drafter.config) else FIXED
 
 
+def memory_record(drafter: Drafter) -> str:
+    """The memory mode a row records: prompt | run, or `none` for a method that keeps no state (so a
+    sweep over memory runs it once)."""
+    return memory_label(drafter.config)
+
+
+def parse_spec(spec: str) -> tuple[str, str, str]:
+    """`name[@budget][:memory]` -> (name, budget or "", memory or "")."""
+    head, _, memory = spec.partition(":")
+    name, _, budget = head.partition("@")
+    return name, budget, memory
+
+
 def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
-                extra: list[str] | tuple[str, ...] = ()) -> tuple[DictConfig, Budget]:
-    """`name` or `name@budget` (e.g. goose@16, pld@auto): the method's config as run.py composes it."""
-    name, _, b = spec.partition("@")
+                extra: list[str] | tuple[str, ...] = ()) -> tuple[DictConfig, Budget, str | None]:
+    """`name[@budget][:memory]` (e.g. goose@16, pld@auto, tr:prompt, goose@60:run): the method's config
+    as run.py composes it, its budget and the memory mode asked for (None: the method's default)."""
+    name, b, memory = parse_spec(spec)
     if name not in method_names(search_path):
         raise GooseError(f"unknown method '{name}'; choose from {', '.join(method_names(search_path))}")
+    check_memory_setting(memory or None)
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])
     cfg = compose_config(overrides, search_path)
-    return cfg.method, Budget.parse(cfg.budget)
+    return cfg.method, Budget.parse(cfg.budget), memory or cfg.get("memory")
 
 
 def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
-                   extra: list[str] | tuple[str, ...] = ()) -> dict[str, tuple[Drafter, Budget]]:
-    """Drafters for `name[@budget]` specs, checked before any model loads (bench.py, gpu_check.py)."""
+                   extra: list[str] | tuple[str, ...] = (), skip_missing: bool = False
+                   ) -> dict[str, tuple[Drafter, Budget]]:
+    """Drafters for `name[@budget][:memory]` specs, checked before any model loads (bench.py,
+    gpu_check.py). `skip_missing`: a method whose own library is not installed is left out with a
+    notice (a default list), rather than stopping the others (a list the user named)."""
     out = {}
     for spec in specs:
-        method, budget = load_method(spec, model, search_path, extra)
-        out[spec] = (make_drafter(method, budget)[0], budget)
+        method, budget, memory = load_method(spec, model, search_path, extra)
+        try:
+            out[spec] = (make_drafter(method, budget, memory)[0], budget)
+        except MissingLibrary as e:
+            if not skip_missing:
+                raise
+            print(f"[goose] skipping {spec}: {e}", flush=True)
     return out
 
 

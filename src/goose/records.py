@@ -50,6 +50,7 @@ def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dic
         "benchmark": cfg.benchmark.name,
         "method": cfg.method.name,
         "budget": cfg.budget,
+        "memory": cfg.memory,
         "prompt_id": rid,
         "prompt_tokens": len(ids),
         "new_tokens": len(gen.tokens),
@@ -102,7 +103,7 @@ def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
 
 
 def run_name(cfg: DictConfig, label: str) -> str:
-    return f"{label}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-N{cfg.max_new_tokens}"
+    return f"{label}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}"
 
 
 def print_summary(s: dict, path: Path) -> None:
@@ -114,7 +115,8 @@ def print_summary(s: dict, path: Path) -> None:
         speed = f"speedup vs AR not measured (speedup_reference={s['speedup_reference']})"
     stale = f", {s['speedup_stale']} stale timing(s) left out" if s["speedup_stale"] else ""
     print(
-        f"\n{s['method']} on {s['benchmark']} ({s['model']}, B={s['budget']}): {s['prompts']} prompts, "
+        f"\n{s['method']} on {s['benchmark']} ({s['model']}, B={s['budget']}, memory={s['memory']}): "
+        f"{s['prompts']} prompts, "
         f"{s['new_tokens']} tokens\n"
         f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
         f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}\n"

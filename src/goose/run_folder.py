@@ -33,11 +33,11 @@ class Interrupted(Exception):
 
 
 def default_run_dir(cfg: DictConfig, label: str, chash: str) -> Path:
-    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-N<max_new_tokens>-<config hash>: readable, and
-    one configuration per folder."""
+    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-M<memory>-N<max_new_tokens>-<config hash>:
+    readable, and one configuration per folder."""
     safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label)
     return (Path(cfg.results_dir) / safe / cfg.benchmark.name / cfg.method.name
-            / f"B{cfg.budget}-N{cfg.max_new_tokens}-{chash}")
+            / f"B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}-{chash}")
 
 
 def check_one_configuration(results: ResultsFile, run_dir: Path, chash: str) -> None:

@@ -21,7 +21,7 @@ from goose.drafter import Drafter
 from goose.engine import Engine
 from goose.fingerprints import prompts_fingerprint
 from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
-from goose.methods import budget_label, make_drafter
+from goose.methods import budget_label, make_drafter, memory_record
 from goose.metrics import summarize
 from goose.models import ModelIdentity, identify_model, load_model, stop_ids, tokenizer_fingerprint
 from goose.records import environment, print_summary, row_for, run_name, write_summary_csv, write_trace
@@ -45,10 +45,11 @@ def prepare(cfg: DictConfig) -> tuple[DictConfig, Drafter, Budget]:
     config records the drafter's full configuration and the budget its rows carry."""
     validate(cfg)
     budget = Budget.parse(cfg.budget)
-    drafter, record = make_drafter(cfg.method, budget)
+    drafter, record = make_drafter(cfg.method, budget, cfg.get("memory"))
     cfg = copy.deepcopy(cfg)  # the caller's config stays as given
     with open_dict(cfg):
         cfg.budget = budget_label(drafter, cfg.budget)
+        cfg.memory = memory_record(drafter)
         cfg.method.drafter = OmegaConf.create(record)
     return cfg, drafter, budget
 
@@ -79,7 +80,7 @@ def run(cfg: DictConfig, sweep_id: str = "") -> dict | None:
                       flush=True)
             if todo:
                 write_config(run_dir, cfg, ident)
-                decode_all(cfg, drafter, budget, todo, done, results, run_dir, ident)
+                decode_all(cfg, drafter, budget, prompts, todo, done, results, run_dir, ident)
         except KeyboardInterrupt:
             kept = len(results.done(chash))
             if not kept and not existed:
@@ -92,7 +93,8 @@ def run(cfg: DictConfig, sweep_id: str = "") -> dict | None:
     rows = [r for r in results.rows() if r.get("config_hash") == chash]
     summary = summarize(rows)
     summary.update({"model": model.label, "benchmark": cfg.benchmark.name, "method": cfg.method.name,
-                    "budget": cfg.budget, "config_hash": chash, "speedup_reference": cfg.speedup_reference,
+                    "budget": cfg.budget, "memory": cfg.memory, "config_hash": chash,
+                    "speedup_reference": cfg.speedup_reference,
                     "speedup_sources": ",".join(sorted({str(r.get("speedup_source")) for r in rows})),
                     "run_dir": str(run_dir)})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -124,8 +126,11 @@ def run_single(cfg: DictConfig, drafter: Drafter, budget: Budget) -> None:
     print(f"\n[{len(gen.tokens)} tokens, {gen.steps} forwards, tau {gen.tau:.2f}, {gen.tokens_per_s:.1f} tokens/s]")
 
 
-def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, todo: list[Prompt], done: set[str],
-               results: ResultsFile, run_dir: Path, ident: RunIdentity) -> None:
+def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[Prompt], todo: list[Prompt],
+               done: set[str], results: ResultsFile, run_dir: Path, ident: RunIdentity) -> None:
+    """Decode `todo` (rows appended as they finish). Under memory=run the finished prompts before them
+    are decoded again, untimed, so the drafter reaches each prompt with the state an uninterrupted
+    run gives it."""
     from tqdm import tqdm
 
     from goose.tracking import Tracker
@@ -146,13 +151,21 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, todo: list[Pro
     tracker = Tracker(w.mode, w.project, run_name(cfg, ident.model.label), f"{ident.model.label}/{cfg.benchmark.name}",
                       OmegaConf.to_container(cfg, resolve=True), run_dir, w.get("entity"))
     logged = []
-    bar = tqdm(todo, desc=f"{cfg.method.name} on {cfg.benchmark.name}", unit="prompt", file=sys.stderr)
+    order = prompts if drafter.capabilities.memory else todo
+    if len(order) > len(todo):
+        print(f"[goose] memory=run: decoding the {len(order) - len(todo)} finished prompt(s) again, untimed, to "
+              "rebuild the state they leave", flush=True)
+    bar = tqdm(order, desc=f"{cfg.method.name} on {cfg.benchmark.name}", unit="prompt", file=sys.stderr)
     turn = 0
     try:
         for prompt in bar:
             history: list[tuple[str, str]] = []
             for rid, text in turns_of(prompt):
                 ids = build_input(tok, history, text, cfg.chat_template)
+                if rid in done:  # needed only for what follows it (a later turn, the drafter's memory): no row
+                    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
+                    history.append((text, tok.decode(gen.tokens, skip_special_tokens=True)))
+                    continue
                 check_length(rid, len(ids), engine.max_positions, cfg, budget.nodes)
                 m = timer.measure(ids, drafter, reference_key(ident, ids, cfg, stops, env), turn)
                 turn += 1
@@ -161,11 +174,10 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, todo: list[Pro
                 if m.source == "self":
                     # Comparing AR with itself proves nothing: check it against HF generate instead.
                     m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops)
-                if rid not in done:
-                    row = row_for(cfg, rid, ids, m, env, ident)
-                    results.append(row)
-                    tracker.log_prompt(len(logged), row)
-                    logged.append(row)
+                row = row_for(cfg, rid, ids, m, env, ident)
+                results.append(row)
+                tracker.log_prompt(len(logged), row)
+                logged.append(row)
                 history.append((text, tok.decode(m.gen.tokens, skip_special_tokens=True)))
     finally:
         bar.close()

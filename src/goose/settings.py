@@ -42,7 +42,7 @@ def resolved_device_dtype(cfg: DictConfig) -> tuple[torch.device, torch.dtype]:
     return device, resolve_dtype(cfg.dtype if cfg.dtype != "auto" else cfg.model.get("dtype", "auto"), device)
 
 
-ROW_SCHEMA = 2  # bumped when a row's columns change, so a resumed run never appends mismatched rows
+ROW_SCHEMA = 3  # bumped when a row's columns change, so a resumed run never appends mismatched rows
 
 
 def config_hash(cfg: DictConfig, identity: dict) -> str:

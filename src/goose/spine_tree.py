@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from goose.context_match import ContextMatcher, Match, confidence
-from goose.drafter import Capabilities
+from goose.drafter import Capabilities, check_memory
 from goose.engine import Draft, ancestor_matrix
 from goose.errors import GooseError
 from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
@@ -47,7 +47,7 @@ class GooseConfig:
     use_confidence: bool = True
     context_spine: bool = True
     spine_continuation: bool = True
-    keep_table: bool = False  # adjacency table reset per prompt
+    memory: str = "prompt"  # adjacency table reset per prompt (the paper's setting); run: kept across prompts
 
     def __post_init__(self):
         object.__setattr__(self, "ngram_sizes", tuple(self.ngram_sizes))
@@ -62,6 +62,7 @@ class GooseConfig:
         check(0 < self.ema_alpha <= 1 and 0 <= self.ema_init <= 1, "ema_alpha must lie in (0, 1], ema_init in [0, 1]")
         check(len(self.tiers) == len(self.tier_edges) + 1 and list(self.tier_edges) == sorted(self.tier_edges)
               and all(0 <= r <= 1 for r in self.tiers), "tiers: one more share in [0, 1] than ascending tier_edges")
+        check_memory(self.memory, "goose")
 
 
 def check(ok: bool, message: str) -> None:
@@ -154,8 +155,8 @@ class GooseDrafter(TreeDrafter):
         super().__init__(config, **overrides)
         p = self.config
         self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
-                                         memory=p.keep_table)
-        self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.keep_table)
+                                         memory=p.memory == "run")
+        self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.memory == "run")
         self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
         self.ema = p.ema_init
         self.route = "ar"
@@ -187,15 +188,20 @@ class GooseDrafter(TreeDrafter):
             chain = chain + m.chain
         return chain[:target]
 
-    def propose(self, context: list[int]) -> Draft:
+    def spine(self, context: list[int]) -> tuple[list[int], float]:
+        """The chain to lay under the root and the confidence in it: context matching (a subclass
+        may take its spine from elsewhere)."""
         self.matcher.sync(context)
+        p = self.config
+        m: Match = self.matcher.match() if p.context_spine else Match([])
+        return m.chain, confidence(len(m.chain), m.consensus, p.long_match) if p.use_confidence else 0.0
+
+    def propose(self, context: list[int]) -> Draft:
         root = context[-1]
         root_prev = context[-2] if len(context) > 1 else None
         p = self.config
         table = self.harvester.table
-        m: Match = self.matcher.match() if p.context_spine else Match([])
-        chain = m.chain
-        c = confidence(len(chain), m.consensus, p.long_match) if p.use_confidence else 0.0
+        chain, c = self.spine(context)
         if table.lookup(root_prev, root) is not None:
             if c > p.extend_above:
                 chain = self.extend_chain(context, chain, c)

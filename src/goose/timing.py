@@ -86,6 +86,22 @@ class Timer:
     def _repeated(self, ids: list[int], drafter: Drafter) -> Generation:
         return combine([self._gen(ids, drafter) for _ in range(self.repeats)])
 
+    def _method(self, ids: list[int], drafter: Drafter):
+        """The method's generations of one prompt. Under memory=run every repeat starts from the state
+        the prompt found (never from its own earlier answer), and the last one leaves the state a
+        single run would: repeats measure the same work."""
+        saved = drafter.save_memory() if drafter.capabilities.memory else None
+        runs = 0
+
+        def one() -> Generation:
+            nonlocal runs
+            if runs and saved is not None:
+                drafter.restore_memory(saved)
+            runs += 1
+            return self._gen(ids, drafter)
+
+        return one
+
     def _store(self, key: str, ar: Generation) -> dict:
         timing = stamp(ar, self.repeats, self.cond)
         self.timings.add(key, timing)
@@ -104,14 +120,15 @@ class Timer:
         if autoregressive(drafter):
             gen = self._repeated(ids, drafter)
             return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
+        method = self._method(ids, drafter)
         if self.mode == "interleaved":
             ars, gens = [], []
             for r in range(self.repeats):
                 if (turn + r) % 2 == 0:
                     ars.append(self._gen(ids, self.ar))
-                    gens.append(self._gen(ids, drafter))
+                    gens.append(method())
                 else:
-                    gens.append(self._gen(ids, drafter))
+                    gens.append(method())
                     ars.append(self._gen(ids, self.ar))
             ar = combine(ars)
             return Measured(combine(gens), ar.tokens, self._store(key, ar), "interleaved", key)
@@ -121,14 +138,14 @@ class Timer:
             if timing is None or ref is None:
                 ar = self._repeated(ids, self.ar)
                 timing, ref = self._store(key, ar), {"tokens": ar.tokens}
-            gen = self._repeated(ids, drafter)
+            gen = combine([method() for _ in range(self.repeats)])
             return Measured(gen, ref["tokens"], timing, "cached", key)
         ref = self.refs.get(key)
         if ref is None:  # tau needs no timing, but losslessness needs AR's tokens
             ar = self._gen(ids, self.ar)
             self.refs.put(key, {"tokens": ar.tokens})
             ref = {"tokens": ar.tokens}
-        gen = self._repeated(ids, drafter)
+        gen = combine([method() for _ in range(self.repeats)])
         return Measured(gen, ref["tokens"], None, "none", key)
 
 

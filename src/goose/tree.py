@@ -122,7 +122,14 @@ class AdjacencyHarvester:
 
     def __init__(self, k: int, bigram: bool, keep: bool = False):
         self.table = AdjacencyTable(k=k, bigram=bigram)
-        self.keep = keep  # across prompts (Token Recycling's hot start)
+        self.keep = keep  # across prompts (memory=run, e.g. Token Recycling's hot start)
+
+    def save(self) -> tuple[dict, dict]:
+        # Rows are replaced on harvest, never mutated: copying the dicts copies the table.
+        return dict(self.table.unigram), dict(self.table.bigram)
+
+    def restore(self, saved: tuple[dict, dict]) -> None:
+        self.table.unigram, self.table.bigram = dict(saved[0]), dict(saved[1])
 
     def start(self, context: list[int], prefill: Verification) -> None:
         if not self.keep:
@@ -200,6 +207,13 @@ class TreeDrafter(Drafter):
         extra = self.step_info(nodes, result.path)
         if self.trace is not None:
             self.trace.append({**self.counters.step(nodes, result.path), **extra})
+
+    def save_memory(self):
+        return self.harvester.save() if self.harvester is not None and self.harvester.keep else None
+
+    def restore_memory(self, saved) -> None:
+        if saved is not None:
+            self.harvester.restore(saved)
 
     def step_info(self, nodes: TreeNodes, path: list[int]) -> dict:
         """A subclass's own per-step numbers (counted in its stats, written to the trace)."""
