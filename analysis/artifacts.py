@@ -69,9 +69,11 @@ def load_rows(root: str | Path) -> pd.DataFrame:
                                                               and c not in ("model.path", "model.name")])
     df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [c for c in df if c.startswith("benchmark.")
                                                                         and c != "benchmark.path"])
-    # The memory mode is a column of its own (grouped by, shown in tables), not part of a method's name.
+    # Budget and memory mode are columns of their own (grouped by, shown in tables), not part of a
+    # method's name (budget=auto rows record the budget they build at, 60, in method.drafter.budget).
+    own = ("method.drafter.memory", "method.drafter.budget")
     df["method"] = _distinguish(df, "method", RUN_SETTINGS + [c for c in df if c.startswith("method.")
-                                                             and c != "method.drafter.memory"])
+                                                             and c not in own])
     cell = ["model", "benchmark", "method", "budget", "memory"]
     mixed = df.groupby(cell, dropna=False)["config_hash"].nunique()
     mixed = mixed[mixed > 1]

@@ -50,12 +50,25 @@ class SuffixConfig:
     memory: str = "run"  # the global tree keeps earlier responses (vLLM's setting)
 
     def __post_init__(self):
-        if min(self.budget, self.max_tree_depth) < 1 or self.max_cached_requests == 0:
-            raise GooseError("suffix: budget and max_tree_depth must be >= 1, max_cached_requests nonzero "
-                             "(-1: no limit).")
-        if self.max_spec_factor < 0 or self.max_spec_offset < 0 or not 0 <= self.min_token_prob <= 1:
-            raise GooseError("suffix: max_spec_factor and max_spec_offset must be >= 0, min_token_prob in [0, 1].")
-        check_memory(self.memory, "suffix")
+        if self.budget < 1:
+            raise GooseError(f"suffix: budget must be >= 1 (got {self.budget}).")
+        check_suffix_settings(self, "suffix")
+
+
+def check_suffix_settings(c, method: str) -> None:
+    """The library's settings, as SuffixConfig and GooseSuffixConfig share them."""
+    bad = []
+    if c.max_tree_depth < 1:
+        bad.append(f"max_tree_depth must be >= 1 (got {c.max_tree_depth})")
+    if c.max_cached_requests == 0 or c.max_cached_requests < -1:
+        bad.append(f"max_cached_requests must be >= 1 or -1 for no limit (got {c.max_cached_requests})")
+    if c.max_spec_factor < 0 or c.max_spec_offset < 0:
+        bad.append(f"max_spec_factor and max_spec_offset must be >= 0 (got {c.max_spec_factor}, {c.max_spec_offset})")
+    if not 0 <= c.min_token_prob <= 1:
+        bad.append(f"min_token_prob must lie in [0, 1] (got {c.min_token_prob})")
+    if bad:
+        raise GooseError(f"{method}: {'; '.join(bad)}.")
+    check_memory(c.memory, method)
 
 
 class SuffixCache:
@@ -175,9 +188,7 @@ class GooseSuffixConfig(GooseConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        SuffixConfig(max_tree_depth=self.max_tree_depth, max_cached_requests=self.max_cached_requests,
-                     max_spec_factor=self.max_spec_factor, max_spec_offset=self.max_spec_offset,
-                     min_token_prob=self.min_token_prob, memory=self.memory)  # the same checks
+        check_suffix_settings(self, "goose-suffix")
 
 
 def suffix_confidence(probs: list[float], match_len: int, long_match: int) -> float:

@@ -46,7 +46,10 @@ HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
 
 def check_names(ap: argparse.ArgumentParser, args) -> None:
     """Unknown names are an error that lists the valid ones; none is dropped silently."""
-    methods = [parse_spec(m)[0] for m in args.methods or [] if m not in HF_METHODS]
+    try:
+        methods = [parse_spec(m)[0] for m in args.methods or [] if m not in HF_METHODS]
+    except GooseError as e:
+        ap.error(f"--methods: {e}")
     checks = [("--model", [args.model], model_config_names()), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
               ("--methods", methods, method_names(args.search_path))]
     for flag, given, valid in checks:
@@ -184,6 +187,7 @@ def main() -> None:
     fresh_memory()
     print("\nper-step time, profiled pass (ms): forward | engine overhead (mask, top-k, walk, KV) | drafter | "
           "overhead share")
+    width = max(map(len, ours))
     for m, d in ours.items():
         if m not in names:
             continue
@@ -194,7 +198,8 @@ def main() -> None:
             fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
         if n:
             share = (ov + dr) / (fw + ov + dr)
-            print(f"  {m:12s} {fw / n * 1e3:8.2f} | {ov / n * 1e3:6.2f} | {dr / n * 1e3:6.2f} | {share * 100:5.1f}%")
+            ms = [x / n * 1e3 for x in (fw, ov, dr)]
+            print(f"  {m:{width}s} {ms[0]:8.2f} | {ms[1]:6.2f} | {ms[2]:6.2f} | {share * 100:5.1f}%")
     engine.profile = False
 
 

@@ -136,7 +136,8 @@ def test_the_library_missing_is_a_clear_error_and_other_methods_run(monkeypatch,
     g = generate(Engine(tiny), prompts[0], make_drafter(method_cfg, budget, memory)[0], 16)
     assert g.tokens == hf_greedy(tiny, prompts[0], 16)
     # A default list (bench, gpu-check) leaves them out with a notice; a named one stops.
-    assert list(build_drafters(["goose", "suffix", "tr:prompt"], skip_missing=True)) == ["goose", "tr:prompt"]
+    assert list(build_drafters(["goose", "suffix", "tr:prompt"], skip_missing=True)) == ["goose@60:prompt",
+                                                                                          "tr:prompt"]
     with pytest.raises(GooseError, match="arctic-inference"):
         build_drafters(["goose", "suffix"])
 
@@ -144,9 +145,20 @@ def test_the_library_missing_is_a_clear_error_and_other_methods_run(monkeypatch,
 def test_bad_memory_values_are_clear_errors(run_goose, tmp_path):
     with pytest.raises(GooseError, match="memory must be prompt"):
         run_goose("method=tr", "memory=forever", f"results_dir={tmp_path}")
-    with pytest.raises(GooseError, match="memory must be prompt"):
-        load_method("suffix:always")
+    with pytest.raises(GooseError, match="contradicts"):
+        run_goose("method=suffix", "memory=run", "+method.drafter.memory=prompt", f"results_dir={tmp_path}")
+    with pytest.raises(GooseError, match="goose-suffix: min_token_prob must lie in .0, 1. .got 2"):
+        run_goose("method=goose-suffix", "+method.drafter.min_token_prob=2", f"results_dir={tmp_path}")
+    for spec, message in (("suffix:always", "memory must be prompt"), ("suffix@:run", "NAME@BUDGET:MEMORY"),
+                          ("suffix:", "NAME@BUDGET:MEMORY")):
+        with pytest.raises(GooseError, match=message):
+            load_method(spec)
     assert not any(tmp_path.iterdir())
+
+
+def test_bench_labels_say_what_runs_and_run_a_configuration_once():
+    built = build_drafters(["suffix", "suffix:run", "suffix@auto:prompt", "pld:run", "pld", "goose@16"])
+    assert list(built) == ["suffix@60:run", "suffix@auto:prompt", "pld", "goose@16:prompt"]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from goose.budget import Budget
-from goose.drafter import MEMORY_MODES, Drafter, budget_field, has_field, memory_label
+from goose.drafter import MEMORY_MODES, NO_MEMORY, Drafter, budget_field, has_field, memory_label
 from goose.errors import GooseError, MissingLibrary
 from goose.metrics import FIXED
 
@@ -75,6 +75,9 @@ def resolve_method(method: DictConfig, budget: Budget, memory: str | None = None
     if budget_field(cls.Config):
         values["budget"] = budget.nodes
     if memory is not None and has_field(cls.Config, "memory"):
+        if "memory" in given and given["memory"] != memory:
+            raise GooseError(f"method '{method.name}': memory={memory} contradicts its drafter.memory="
+                             f"{given['memory']}; set one of them.")
         values["memory"] = memory
     return cls, cls.Config(**values)
 
@@ -113,9 +116,20 @@ def memory_record(drafter: Drafter) -> str:
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
     """`name[@budget][:memory]` -> (name, budget or "", memory or "")."""
-    head, _, memory = spec.partition(":")
-    name, _, budget = head.partition("@")
+    head, colon, memory = spec.partition(":")
+    name, at, budget = head.partition("@")
+    if (at and not budget) or (colon and not memory) or not name:
+        raise GooseError(f"method spec {spec!r}: write NAME, NAME@BUDGET, NAME:MEMORY or NAME@BUDGET:MEMORY, "
+                         "e.g. goose@60:run.")
     return name, budget, memory
+
+
+def spec_label(name: str, drafter: Drafter, budget: Budget) -> str:
+    """What a configuration is, whatever was typed: `suffix` and `suffix:run` are both
+    `suffix@60:run`; `pld:run` is `pld` (no budget changes it, it keeps no state)."""
+    b = "auto" if budget.auto else str(budget.nodes) if budget_field(drafter.config) else ""
+    m = memory_record(drafter)
+    return name + (f"@{b}" if b else "") + (f":{m}" if m != NO_MEMORY else "")
 
 
 def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
@@ -141,11 +155,17 @@ def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: l
     for spec in specs:
         method, budget, memory = load_method(spec, model, search_path, extra)
         try:
-            out[spec] = (make_drafter(method, budget, memory)[0], budget)
+            drafter = make_drafter(method, budget, memory)[0]
         except MissingLibrary as e:
             if not skip_missing:
                 raise
             print(f"[goose] skipping {spec}: {e}", flush=True)
+            continue
+        label = spec_label(parse_spec(spec)[0], drafter, budget)
+        if label in out:
+            print(f"[goose] {spec} is {label}, already listed: run once", flush=True)
+            continue
+        out[label] = (drafter, budget)
     return out
 
 

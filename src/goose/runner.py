@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from goose.benchmarks import Prompt, load_prompts
 from goose.budget import AutoBudget, Budget, cost_curve
 from goose.decode import generate
-from goose.drafter import Drafter
+from goose.drafter import NO_MEMORY, Drafter
 from goose.engine import Engine
 from goose.fingerprints import prompts_fingerprint
 from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
@@ -46,6 +46,9 @@ def prepare(cfg: DictConfig) -> tuple[DictConfig, Drafter, Budget]:
     validate(cfg)
     budget = Budget.parse(cfg.budget)
     drafter, record = make_drafter(cfg.method, budget, cfg.get("memory"))
+    if cfg.get("memory") == "run" and memory_record(drafter) == NO_MEMORY:
+        print(f"[goose] {cfg.method.name} keeps no state across prompts: memory=run changes nothing (rows record "
+              "memory=none)", flush=True)
     cfg = copy.deepcopy(cfg)  # the caller's config stays as given
     with open_dict(cfg):
         cfg.budget = budget_label(drafter, cfg.budget)
