@@ -57,10 +57,13 @@ MEMORY_MODES = ("prompt", "run")
 NO_MEMORY = "none"
 
 
-def check_memory(value: str, method: str) -> None:
-    if value not in MEMORY_MODES:
-        raise GooseError(f"{method}: memory must be prompt (state cleared before every prompt) or run (kept across "
-                         f"the prompts of a run), got {value!r}.")
+def check_memory(value, where: str, null_ok: bool = False) -> None:
+    """A memory mode (a drafter's Config), or also null (the top-level setting: the method's default)."""
+    if value in MEMORY_MODES or (null_ok and value is None):
+        return
+    null = " or null (each method's paper default)" if null_ok else ""
+    raise GooseError(f"{where}: memory must be prompt (state cleared before every prompt) or run (kept across the "
+                     f"prompts of a run, in order){null}; got {value!r}.")
 
 
 def memory_label(config) -> str:

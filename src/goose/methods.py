@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from goose.budget import Budget
-from goose.drafter import MEMORY_MODES, NO_MEMORY, Drafter, budget_field, has_field, memory_label
+from goose.drafter import NO_MEMORY, Drafter, budget_field, check_memory, has_field, memory_label
 from goose.errors import GooseError, MissingLibrary
 from goose.metrics import FIXED
 
@@ -82,17 +82,11 @@ def resolve_method(method: DictConfig, budget: Budget, memory: str | None = None
     return cls, cls.Config(**values)
 
 
-def check_memory_setting(memory) -> None:
-    if memory is not None and memory not in MEMORY_MODES:
-        raise GooseError(f"memory must be prompt (state cleared before every prompt), run (kept across the prompts "
-                         f"of a run, in order) or null (each method's paper default); got {memory!r}.")
-
-
 def make_drafter(method: DictConfig, budget: Budget, memory: str | None = None) -> tuple[Drafter, dict]:
     """A drafter ready to run, and the record of its full configuration (for hashes, rows and
     config.yaml). budget=auto is checked here; the runner hands it the cost curve later. `memory`
     (prompt | run) overrides the method's default where the method keeps state at all."""
-    check_memory_setting(memory)
+    check_memory(memory, "memory setting", null_ok=True)
     cls, config = resolve_method(method, budget, memory)
     drafter = cls(config)
     if budget.auto and not drafter.capabilities.auto_budget:
@@ -106,12 +100,6 @@ def budget_label(drafter: Drafter, budget) -> str | int:
     """The budget a row records: as given, or `fixed` for a method no numeric budget changes (so
     a budget sweep runs it once, not once per budget)."""
     return budget if budget == "auto" or budget_field(drafter.config) else FIXED
-
-
-def memory_record(drafter: Drafter) -> str:
-    """The memory mode a row records: prompt | run, or `none` for a method that keeps no state (so a
-    sweep over memory runs it once)."""
-    return memory_label(drafter.config)
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -128,7 +116,7 @@ def spec_label(name: str, drafter: Drafter, budget: Budget) -> str:
     """What a configuration is, whatever was typed: `suffix` and `suffix:run` are both
     `suffix@60:run`; `pld:run` is `pld` (no budget changes it, it keeps no state)."""
     b = "auto" if budget.auto else str(budget.nodes) if budget_field(drafter.config) else ""
-    m = memory_record(drafter)
+    m = memory_label(drafter.config)
     return name + (f"@{b}" if b else "") + (f":{m}" if m != NO_MEMORY else "")
 
 
@@ -139,7 +127,8 @@ def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] |
     name, b, memory = parse_spec(spec)
     if name not in method_names(search_path):
         raise GooseError(f"unknown method '{name}'; choose from {', '.join(method_names(search_path))}")
-    check_memory_setting(memory or None)
+    if memory:
+        check_memory(memory, f"method spec {spec!r}")
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])
     cfg = compose_config(overrides, search_path)
     return cfg.method, Budget.parse(cfg.budget), memory or cfg.get("memory")

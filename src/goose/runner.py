@@ -17,11 +17,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from goose.benchmarks import Prompt, load_prompts
 from goose.budget import AutoBudget, Budget, cost_curve
 from goose.decode import generate
-from goose.drafter import NO_MEMORY, Drafter
+from goose.drafter import NO_MEMORY, Drafter, memory_label
 from goose.engine import Engine
 from goose.fingerprints import prompts_fingerprint
 from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
-from goose.methods import budget_label, make_drafter, memory_record
+from goose.methods import budget_label, make_drafter
 from goose.metrics import summarize
 from goose.models import ModelIdentity, identify_model, load_model, stop_ids, tokenizer_fingerprint
 from goose.records import environment, print_summary, row_for, run_name, write_summary_csv, write_trace
@@ -46,13 +46,13 @@ def prepare(cfg: DictConfig) -> tuple[DictConfig, Drafter, Budget]:
     validate(cfg)
     budget = Budget.parse(cfg.budget)
     drafter, record = make_drafter(cfg.method, budget, cfg.get("memory"))
-    if cfg.get("memory") == "run" and memory_record(drafter) == NO_MEMORY:
+    if cfg.get("memory") == "run" and memory_label(drafter.config) == NO_MEMORY:
         print(f"[goose] {cfg.method.name} keeps no state across prompts: memory=run changes nothing (rows record "
               "memory=none)", flush=True)
     cfg = copy.deepcopy(cfg)  # the caller's config stays as given
     with open_dict(cfg):
         cfg.budget = budget_label(drafter, cfg.budget)
-        cfg.memory = memory_record(drafter)
+        cfg.memory = memory_label(drafter.config)
         cfg.method.drafter = OmegaConf.create(record)
     return cfg, drafter, budget
 
