@@ -1,7 +1,8 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-fast lint bench gpu-check reproduce-all clean datastore-local datastore-paper
+.PHONY: install demo test test-fast lint bench gpu-check reproduce-all reproduce-sampling clean datastore-local \
+	datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
 # with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
@@ -68,8 +69,19 @@ ARTIFACT_budget-sweep = budget_sweep
 ARTIFACT_all-methods = all_methods
 ARTIFACT_suffix = suffix
 
+# Sampling: every method at temperature 0 (greedy), 0.3, 0.7 and 1.0 (top_p 0.95, seed 0), plus seed 1
+# at 0.7; table, outputs check and figure of tau vs temperature.
+reproduce-sampling:
+	@echo "== sampling with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
+	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
+	@$(MAKE) --no-print-directory datastore-$(PROFILE)
+	$(PYTHON) run.py -m +experiment=sampling-$(PROFILE) results_dir=$(RESULTS)
+	$(PYTHON) run.py -m +experiment=sampling_seeds-$(PROFILE) results_dir=$(RESULTS)
+	$(PYTHON) analysis/reproduce.py sampling sampling_outputs sampling_figure --results $(RESULTS) --out $(ARTIFACTS_OUT)
+
 reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods \
-	reproduce-suffix
+	reproduce-suffix reproduce-sampling
 
 # All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
 bench: datastore-local

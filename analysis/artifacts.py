@@ -23,6 +23,7 @@ from analysis.paper import (  # noqa: E402
     TABLE1_TAU,
 )
 from goose.metrics import FIXED, summarize  # noqa: E402
+from goose.results import ReferenceStore  # noqa: E402
 
 ABLATIONS = {
     "goose-no-spine-branches": "no spine branches (rho = 0)",
@@ -38,7 +39,10 @@ TAU_NOTE = "tau = generated tokens / target forwards incl. prefill, pooled over 
 # What a row was measured on. Rows differing in any of these are different configurations.
 MODEL_IDENTITY = ["model_fingerprint", "dtype", "device"]
 PROMPTS_IDENTITY = ["prompts_fingerprint", "chat_template", "max_new_tokens"]
-RUN_SETTINGS = ["seed", "repeats", "warmup", "speedup_reference", "profile"]
+RUN_SETTINGS = ["repeats", "warmup", "speedup_reference", "profile"]
+# How tokens were chosen: columns of their own (rows written before sampling existed are greedy).
+# A greedy row's top_k, top_p and seed change nothing, so they read as the defaults.
+SAMPLING = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0}
 
 
 def load_rows(root: str | Path) -> pd.DataFrame:
@@ -52,6 +56,13 @@ def load_rows(root: str | Path) -> pd.DataFrame:
         raise SystemExit(f"no results.csv under {root}: run the experiment first")
     # A row without a config hash (written by an old version) is known only by the file it is in.
     df = pd.concat([pd.read_csv(f).assign(_file=str(f)) for f in files], ignore_index=True)
+    for c, default in SAMPLING.items():
+        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(default) if c in df else default
+    greedy = df.temperature.eq(0)
+    for c in ("top_k", "top_p", "seed"):
+        df.loc[greedy, c] = SAMPLING[c]
+    df["top_k"] = df.top_k.astype(int)
+    df["seed"] = df.seed.astype(int)
     df["lossless"] = df["lossless"].astype(str).eq("True")
     for c in ["config_hash", "memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
         if c not in df:
@@ -74,12 +85,13 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     own = ("method.drafter.memory", "method.drafter.budget")
     df["method"] = _distinguish(df, "method", RUN_SETTINGS + [c for c in df if c.startswith("method.")
                                                              and c not in own])
-    cell = ["model", "benchmark", "method", "budget", "memory"]
+    cell = ["model", "benchmark", "method", "budget", "memory", *SAMPLING]
     mixed = df.groupby(cell, dropna=False)["config_hash"].nunique()
     mixed = mixed[mixed > 1]
     if len(mixed):  # still two configurations in one cell: name them by hash rather than pool them
         clash = df.set_index(cell).index.isin(mixed.index)
         df.loc[clash, "method"] = df.loc[clash, "method"] + " [config " + df.loc[clash, "config_hash"] + "]"
+    df.attrs["references"] = str(Path(root) / "references")  # AR tokens by reference key (sampling_outputs)
     return df
 
 
@@ -209,6 +221,110 @@ def suffix(df: pd.DataFrame) -> pd.DataFrame:
     return all_methods(df[df.method.str.split(" ").str[0].isin(SUFFIX_METHODS)])
 
 
+# --- sampling --------------------------------------------------------------------------------
+def setting_label(temperature: float, top_k: int, top_p: float, seed: int) -> str:
+    if temperature == 0:
+        return "greedy"
+    cut = (f" k{top_k}" if top_k else "") + (f" p{top_p:g}" if top_p < 1 else "")
+    return f"T={temperature:g}{cut} s{seed}"
+
+
+def _with_settings(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Rows labelled by sampling setting (greedy first, then by temperature, cuts, seed), limited to the
+    configurations that were also run sampled (a greedy-only configuration has no curve to draw)."""
+    keys = list(SAMPLING)
+    df = df.assign(budget=df.budget.astype(str),
+                   setting=[setting_label(*v) for v in df[keys].itertuples(index=False)])
+    sampled = df[df.temperature > 0][CONFIG].drop_duplicates()
+    df = df.merge(sampled, on=CONFIG)
+    order = df[[*keys, "setting"]].drop_duplicates().sort_values(keys).setting.tolist()
+    return df, order
+
+
+def sampling(df: pd.DataFrame) -> pd.DataFrame:
+    """tau per sampling setting (greedy and each temperature), per configuration and benchmark (and all
+    benchmarks pooled), with the share of the greedy gain (tau - 1) each setting keeps and how many
+    sampled rows were token-identical to AR sampling with the same seed."""
+    df, order = _with_settings(df)
+    keys = [*CONFIG, "benchmark"]
+    t = pd.concat([by(df, [*keys, "setting"]), by(df, [*CONFIG, "setting"]).assign(benchmark="all")])
+    wide = t.pivot_table(index=keys, columns="setting", values="tau")
+    wide = wide[[c for c in order if c in wide.columns]]
+    if "greedy" in wide:
+        for c in order[1:]:
+            if c in wide:
+                wide[f"gain kept {c} %"] = (wide[c] - 1) / (wide["greedy"] - 1) * 100
+    wide.columns = [c if c.startswith("gain") else f"tau {c}" for c in wide.columns]
+    wide = wide.reset_index()
+    sampled = df[df.temperature > 0]
+    ok = pd.concat([sampled.groupby(keys).lossless.agg(["sum", "count"]).reset_index(),
+                    sampled.groupby(CONFIG).lossless.agg(["sum", "count"]).reset_index().assign(benchmark="all")])
+    ok["lossless (sampled)"] = [f"{int(a)}/{int(n)}" for a, n in zip(ok["sum"], ok["count"])]
+    wide = wide.merge(ok[[*keys, "lossless (sampled)"]], on=keys, how="left")
+    rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
+    wide["_order"] = [rank.get(m.split(" ")[0], len(rank)) for m in wide.method]
+    wide["_all"] = wide.benchmark.eq("all")
+    sort = ["model", "_order", "method", "budget", "memory", "_all", "benchmark"]
+    return wide.sort_values(sort).drop(columns=["_order", "_all"]).reset_index(drop=True).round(3)
+
+
+def sampling_outputs(df: pd.DataFrame) -> pd.DataFrame:
+    """Is sampling doing anything? Per sampling setting and benchmark: on how many prompts AR sampling's
+    tokens (the reference every sampled row was checked against) differ from greedy AR's, and from
+    every other seed's at the same temperature and cuts."""
+    refs = ReferenceStore(Path(df.attrs.get("references", "results/references")))
+    df, order = _with_settings(df)
+    prompt = ["model", "benchmark", "prompt_id"]
+    first = df.drop_duplicates([*prompt, "setting"])
+    tokens = {(*k, st): (refs.get(key) or {}).get("tokens") for *k, st, key in
+              first[[*prompt, "setting", "reference_key"]].itertuples(index=False)}
+    rows = []
+    for st in order[1:]:
+        mine = first[first.setting == st]
+        t, k, p, seed = mine[list(SAMPLING)].iloc[0]
+        others = first[(first.temperature == t) & (first.top_k == k) & (first.top_p == p) & (first.seed != seed)]
+        for bench in [*sorted(mine.benchmark.unique()), "all"]:
+            sub = mine if bench == "all" else mine[mine.benchmark == bench]
+            n = greedy_diff = seed_diff = 0
+            for m, b, pid in sub[prompt].itertuples(index=False):
+                own = tokens.get((m, b, pid, st))
+                if own is None:
+                    continue
+                n += 1
+                greedy_diff += own != tokens.get((m, b, pid, "greedy"), own)
+                theirs = [tokens.get((m, b, pid, o)) for o in others.setting.unique()]
+                seed_diff += bool(theirs) and all(x is not None and x != own for x in theirs)
+            rows.append({"setting": st, "benchmark": bench, "prompts": n, "differs from greedy": greedy_diff,
+                         "differs from the other seeds": seed_diff if len(others) else None})
+    return pd.DataFrame(rows)
+
+
+def plot_sampling(df: pd.DataFrame):
+    """tau vs temperature, one line per configuration, all benchmarks pooled; seed 0 joined by lines,
+    other seeds as open markers."""
+    df, _ = _with_settings(df)
+    t = by(df, [*CONFIG, *SAMPLING])
+    fig, ax = plt.subplots(figsize=(8, 5))
+    rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
+    configs = sorted(t[CONFIG].drop_duplicates().itertuples(index=False),
+                     key=lambda c: (rank.get(c.method.split(" ")[0], len(rank)), c.method, c.budget, c.memory))
+    for c in configs:
+        g = t[(t.model == c.model) & (t.method == c.method) & (t.budget == c.budget) & (t.memory == c.memory)]
+        main = g[g.seed == 0].sort_values("temperature")
+        label = f"{c.method} (B={c.budget}, memory={c.memory})"
+        line = ax.plot(main.temperature, main.tau, marker="o", label=label)[0]
+        rest = g[g.seed != 0]
+        ax.scatter(rest.temperature, rest.tau, facecolors="none", edgecolors=line.get_color(), zorder=3)
+    cuts = df[df.temperature > 0][["top_k", "top_p"]].drop_duplicates()
+    cut = ", ".join(f"top_k {k or 'off'}, top_p {p:g}" for k, p in cuts.itertuples(index=False))
+    ax.set_xlabel(f"temperature (0 = greedy; sampled with {cut})")
+    ax.set_ylabel("tau (tokens per forward, incl. prefill)")
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_title("tau under sampling (seed 0: lines; other seeds: open markers)")
+    ax.legend(fontsize=7)
+    return fig
+
+
 def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     index = not isinstance(t.index, pd.RangeIndex)  # row numbers are not worth a column
@@ -325,30 +441,44 @@ TABLES = {
     "all_methods": ("All methods x benchmarks: tau and speedup per budget and memory mode", all_methods),
     "suffix": ("SuffixDecoding vs GOOSE: tau per budget and memory mode (prompt: state cleared per prompt; "
                "run: kept across the prompts of a run; none: the method keeps no state)", suffix),
+    "sampling": ("Sampling: tau per temperature (gain kept = (tau - 1) / (greedy tau - 1)); lossless = sampled "
+                 "rows token-identical to AR sampling with the same seed", sampling),
+    "sampling_outputs": ("Sampling: prompts whose AR-sampled tokens differ from greedy and between seeds",
+                         sampling_outputs),
 }
 FIGURES = {
     "figure1": plot_figure1,
     "figure4": plot_figure4,
     "budget_sweep": plot_budget_sweep,
     "synergy": plot_synergy,
+    "sampling_figure": plot_sampling,
 }
 ARTIFACTS = [*TABLES, *FIGURES]
 
 
 EVERY_SETTING = ("all_methods", "suffix")  # tables with budget and memory columns of their own
+SAMPLED = ("sampling", "sampling_outputs", "sampling_figure")  # every other artifact reads greedy rows only
 
 
 def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]:
-    """Write one artifact. The paper's artifacts read each method in its paper memory mode and (but for
-    the budget sweep) the runs at `budget` and those of methods no budget changes (budget=fixed); the
-    all-methods tables keep every budget and memory mode, in columns of their own."""
-    if name not in EVERY_SETTING:
-        df = paper_settings(df)
-    if name not in ("budget_sweep", *EVERY_SETTING):
+    """Write one artifact. The paper's artifacts read greedy rows, each method in its paper memory mode
+    and (but for the budget sweep) the runs at `budget` and those of methods no budget changes
+    (budget=fixed); the all-methods tables keep every budget and memory mode, in columns of their own;
+    the sampling artifacts read every temperature at `budget`."""
+    if name in SAMPLED:
         df = df[df.budget.astype(str).isin([str(budget), FIXED])]
-    if df.empty:
-        raise SystemExit(f"{name}: no rows{'' if name in EVERY_SETTING else f' at budget {budget}'}; "
-                         "run its experiment first")
+        if not (df.temperature > 0).any():
+            raise SystemExit(f"{name}: no sampled rows (temperature > 0) at budget {budget}; run "
+                             "`make reproduce-sampling` first")
+    else:
+        df = df[df.temperature == 0]
+        if name not in EVERY_SETTING:
+            df = paper_settings(df)
+        if name not in ("budget_sweep", *EVERY_SETTING):
+            df = df[df.budget.astype(str).isin([str(budget), FIXED])]
+        if df.empty:
+            raise SystemExit(f"{name}: no rows{'' if name in EVERY_SETTING else f' at budget {budget}'}; "
+                             "run its experiment first")
     if name in FIGURES:
         return _save(FIGURES[name](df), out, name)
     title, fn = TABLES[name]

@@ -12,6 +12,11 @@ a pass never drafts from the answers of an earlier pass.
 
     python experiments/bench.py [--n-prompts 10] [--max-new-tokens 128] [--repeats 3]
     python experiments/bench.py --methods goose@auto tr:prompt suffix@60:run
+    python experiments/bench.py --temperature 0.7 --top-p 0.95 --seed 0
+
+With --temperature > 0 every method samples (goose.sampling) and must return AR sampling's tokens;
+hf-greedy and hf-prompt-lookup then run Hugging Face's greedy loops on the same perturbed logits
+(our noise added by a logits processor), so they sample the same tokens and stay the outside reference.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from goose.engine import Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
 from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa: E402
 from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids, tokenizer_fingerprint  # noqa: E402  # noqa: E402
+from goose.sampling import Sampling  # noqa: E402
 from goose.timing import hf_greedy  # noqa: E402
 
 # Methods from conf/method/ (and --search-path folders), as NAME[@BUDGET][:MEMORY]; each in its default
@@ -76,8 +82,16 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--model-path", default=None, help="for --model hf/gguf: the local folder or GGUF file")
+    ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    ap.add_argument("--top-k", type=int, default=0, help="sampling: keep the k likeliest tokens (0 = off)")
+    ap.add_argument("--top-p", type=float, default=1.0, help="sampling: nucleus mass (1.0 = off)")
+    ap.add_argument("--seed", type=int, default=0, help="sampling: the noise seed")
     args = ap.parse_args()
     check_names(ap, args)
+    try:
+        sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
+    except GooseError as e:
+        ap.error(str(e))
 
     specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
     try:
@@ -103,14 +117,14 @@ def main() -> None:
         def run(ids):
             sync()
             t = time.perf_counter()
-            out = hf_greedy(model, ids, N, stops, **extra)
+            out = hf_greedy(model, ids, N, stops, sampling, **extra)
             sync()
             return out, time.perf_counter() - t, 0
         return run
 
     def mine(drafter):
         def run(ids):
-            g = generate(engine, ids, drafter, N, stops)
+            g = generate(engine, ids, drafter, N, stops, sampling)
             return g.tokens, g.wall_s, g.steps
         return run
 
@@ -130,8 +144,9 @@ def main() -> None:
     for fn in runners.values():  # warm-up
         fn(prompts[0][1][:64])
     print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads): "
-          f"{len(prompts)} prompts ({', '.join(args.benchmarks)}) x {N} new tokens, {args.repeats} repeat(s)",
-          flush=True)
+          f"{len(prompts)} prompts ({', '.join(args.benchmarks)}) x {N} new tokens, {args.repeats} repeat(s), "
+          + (f"sampling {sampling.label()} (hf-* run greedy on the same perturbed logits)" if not sampling.greedy
+             else "greedy"), flush=True)
 
     benches = list(dict.fromkeys(b for b, _ in prompts))
     # tok[rep][method][bench] and sec[...]; steps/lossless from the first repeat
@@ -194,7 +209,7 @@ def main() -> None:
         fw = ov = dr = 0.0
         n = 0
         for _, ids in prompts[:: max(1, len(prompts) // 6)]:  # six prompts across the benchmarks
-            g = generate(engine, ids, d, N, stops)
+            g = generate(engine, ids, d, N, stops, sampling)
             fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
         if n:
             share = (ov + dr) / (fw + ov + dr)

@@ -28,6 +28,17 @@ def hf_greedy(model, prompt, n, eos=None):
     return out[0, len(prompt):].tolist()
 
 
+@pytest.fixture
+def prompt_file(tmp_path):
+    """Four code-like prompts as a JSONL benchmark file (benchmark=jsonl benchmark.path=...)."""
+    import json
+
+    p = tmp_path / "prompts.jsonl"
+    lines = [{"id": f"p{i}", "prompt": f"def f{i}(x):\n    return x + x + x + {i}\n" * 2} for i in range(4)]
+    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return p
+
+
 @pytest.fixture(scope="session")
 def prompts():
     g = torch.Generator().manual_seed(1)

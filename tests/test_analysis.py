@@ -4,6 +4,7 @@ import os
 import random
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis.artifacts import by, load_rows, make, table1, table2
@@ -184,3 +185,42 @@ def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
     assert sorted(set(zip(paper.method, paper.memory))) == [("goose", "prompt"), ("pld", "none"), ("tr", "run")]
     out = make("suffix", df, tmp_path / "out")
     assert "auto" in out[0].read_text() and "| run " in out[0].read_text()
+
+
+def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
+    """tau per temperature and the share of the greedy gain kept, lossless over the sampled rows only,
+    and the outputs check read from the AR references; greedy artifacts never see sampled rows."""
+    from analysis.artifacts import all_methods, sampling, sampling_outputs
+    from goose.results import ReferenceStore
+
+    refs = ReferenceStore(tmp_path / "references")
+    answers = {  # prompt -> AR tokens per (temperature, seed)
+        "p0": {(0.0, 0): [1, 2, 3], (0.7, 0): [1, 2, 4], (0.7, 1): [1, 2, 4]},
+        "p1": {(0.0, 0): [5], (0.7, 0): [6], (0.7, 1): [7]},
+    }
+    steps = {(0.0, 0): 40, (0.7, 0): 80, (0.7, 1): 100}
+    for (t, seed), n in steps.items():
+        folder = f"B60-Mprompt-N128{'-T0.7-p0.95-s' + str(seed) if t else ''}"
+        f = ResultsFile(tmp_path / "m" / "humaneval" / "goose" / folder / "results.csv")
+        for pid, tokens in answers.items():
+            key = f"{pid}-{t}-{seed}"
+            refs.put(key, {"tokens": tokens[(t, seed)]})
+            f.append({"model": "m", "benchmark": "humaneval", "method": "goose", "budget": 60, "memory": "prompt",
+                      "prompt_id": pid, "new_tokens": 128, "steps": n, "tau": 128 / n, "wall_s": 1.0,
+                      "tokens_per_s": 128, "lossless": not (t and seed == 1 and pid == "p1"),
+                      "config_hash": f"h{t}{seed}", "reference_key": key, "speedup_source": "none",
+                      "temperature": t, "top_k": 0, "top_p": 0.95 if t else 1.0, "seed": seed})
+    df = load_rows(tmp_path)
+    t = sampling(df).set_index("benchmark").loc["all"]
+    assert t["tau greedy"] == pytest.approx(256 / 80, abs=1e-3)
+    assert t["tau T=0.7 p0.95 s0"] == pytest.approx(256 / 160, abs=1e-3)
+    assert t["gain kept T=0.7 p0.95 s1 %"] == pytest.approx((256 / 200 - 1) / (256 / 80 - 1) * 100, abs=1e-3)
+    assert t["lossless (sampled)"] == "3/4"
+    out = sampling_outputs(df).set_index(["setting", "benchmark"])
+    assert out.loc[("T=0.7 p0.95 s0", "all"), ["prompts", "differs from greedy", "differs from the other seeds"]
+                   ].tolist() == [2, 2, 1]
+    greedy = make("all_methods", df, tmp_path / "art")
+    assert greedy and all_methods(df[df.temperature == 0])["lossless"].tolist() == ["2/2"]
+    assert "tau all" in pd.read_csv(tmp_path / "art" / "all_methods.csv") and \
+        pd.read_csv(tmp_path / "art" / "all_methods.csv")["tau all"].tolist() == [pytest.approx(256 / 80, abs=1e-3)]
+    assert make("sampling_figure", df, tmp_path / "art")[0].exists()

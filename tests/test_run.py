@@ -30,14 +30,6 @@ def run_folder(root, model, bench, method, tag):
     return found[0]
 
 
-@pytest.fixture
-def prompt_file(tmp_path):
-    p = tmp_path / "prompts.jsonl"
-    lines = [{"id": f"p{i}", "prompt": f"def f{i}(x):\n    return x + x + x + {i}\n" * 2} for i in range(4)]
-    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return p
-
-
 def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tmp_path, run_goose):
     args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
             f"benchmark.path={prompt_file}", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}", "n_prompts=2"]

@@ -56,3 +56,37 @@ def test_every_method_matches_hf_greedy(smollm2, tmp_path):
         ref = hf_greedy(model, ids, 48, stops)
         for d in drafters:
             assert generate(engine, ids, d, 48, stops).tokens == ref, (p.id, type(d).__name__, d.config)
+
+
+def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path):
+    """temperature 0.7, top_p 0.95, two seeds: every method returns AR sampling's tokens, AR sampling
+    equals Hugging Face's loop on the same perturbed logits, and sampling changes the output."""
+    from baselines.lookahead import LookaheadDrafter
+    from baselines.pld import PromptLookupDrafter
+    from baselines.suffix import GooseSuffixDrafter, SuffixDrafter
+    from baselines.token_recycling import TokenRecyclingDrafter
+    from goose.benchmarks import load_prompts
+    from goose.decode import generate
+    from goose.drafter import Drafter
+    from goose.engine import Engine
+    from goose.sampling import Sampling
+    from goose.spine_tree import GooseDrafter
+    from goose.timing import hf_greedy
+
+    model, tok, stops = smollm2
+    engine = Engine(model)
+    prompts = load_prompts("humaneval")[:1] + load_prompts("mt_bench")[:1]
+    drafters = [GooseDrafter(), PromptLookupDrafter(), TokenRecyclingDrafter(), LookaheadDrafter(), SuffixDrafter(),
+                GooseSuffixDrafter()]
+    for p in prompts:
+        ids = tok(p.text).input_ids
+        greedy = generate(engine, ids, Drafter(), 40, stops).tokens
+        outs = []
+        for seed in (0, 1):
+            s = Sampling(0.7, 0, 0.95, seed)
+            ref = generate(engine, ids, Drafter(), 40, stops, s).tokens
+            assert ref == hf_greedy(model, ids, 40, stops, s), (p.id, seed)
+            for d in drafters:
+                assert generate(engine, ids, d, 40, stops, s).tokens == ref, (p.id, seed, type(d).__name__)
+            outs.append(ref)
+        assert greedy not in outs and outs[0] != outs[1]

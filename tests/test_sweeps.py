@@ -109,7 +109,8 @@ def test_slurm_launcher_composes():
     assert "SlurmLauncher" in launcher._target_ and launcher.gpus_per_node == 1
 
 
-@pytest.mark.parametrize("exp", ["figure1", "figure4", "table1", "table2", "budget_sweep", "all_methods", "suffix"])
+@pytest.mark.parametrize("exp", ["figure1", "figure4", "table1", "table2", "budget_sweep", "all_methods", "suffix",
+                                 "sampling", "sampling_seeds"])
 @pytest.mark.parametrize("profile", ["paper", "local"])
 def test_experiment_configs_compose_and_name_real_methods(exp, profile):
     from goose.methods import method_names
@@ -125,6 +126,7 @@ def test_reproduce_paper_profile_without_gpu_fails_at_once():
 
     if torch.cuda.is_available() or not shutil.which("make"):
         pytest.skip("needs a machine without CUDA, with make")
-    r = subprocess.run(["make", "-s", "reproduce-table2", "PROFILE=paper"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode != 0 and "PROFILE=paper needs a CUDA GPU" in r.stderr + r.stdout
+    for target in ("reproduce-table2", "reproduce-sampling"):
+        r = subprocess.run(["make", "-s", target, "PROFILE=paper"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0 and "PROFILE=paper needs a CUDA GPU" in r.stderr + r.stdout

@@ -9,6 +9,7 @@ import torch
 
 from goose.drafter import Drafter
 from goose.engine import Engine
+from goose.sampling import Sampling
 
 
 @dataclass
@@ -52,12 +53,15 @@ def generate(
     drafter: Drafter,
     max_new_tokens: int,
     stop_ids: frozenset[int] = frozenset(),
+    sampling: Sampling | None = None,
 ) -> Generation:
-    """Greedy speculative decoding of one prompt; returns exactly the greedy tokens."""
+    """Speculative decoding of one prompt; returns exactly the tokens AR decoding returns: greedy, or
+    AR sampling with the same settings and seed (`sampling`, see goose.sampling)."""
     _sync(engine)
     t0 = time.perf_counter()
     caps = drafter.capabilities
-    pre = engine.prefill(prompt, topk=caps.topk if caps.harvest_prefill else 0)
+    sampler = sampling.for_prompt(prompt) if sampling is not None else None
+    pre = engine.prefill(prompt, topk=caps.topk if caps.harvest_prefill else 0, sampler=sampler)
     out, done = commit([pre.bonus], max_new_tokens, stop_ids)
     context = list(prompt) + out
     drafter.start(context, pre)
@@ -68,7 +72,7 @@ def generate(
         draft = drafter.propose(context)
         if profile:
             gen.draft_s += time.perf_counter() - t1
-        res = engine.verify(draft, topk=caps.topk)
+        res = engine.verify(draft, topk=caps.topk, sampler=sampler)
         gen.steps += 1
         gen.widths.append(res.width)
         gen.forward_s += res.forward_s

@@ -3,7 +3,8 @@
 Protocol: the KV cache holds every committed token except the last one (the root, or
 anchor). A drafter proposes a `Draft` whose node 0 is that root; `Engine.verify` runs ONE
 forward over all nodes with an additive 4-D mask and position ids P + depth, walks the
-tree greedily, compacts the accepted nodes' keys and values in place and crops the rest.
+tree greedily (on perturbed logits when sampling: goose.sampling), compacts the accepted
+nodes' keys and values in place and crops the rest.
 The engine knows nothing about how a draft was made.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from goose.errors import GooseError
+from goose.sampling import Sampler
 
 
 @dataclass
@@ -110,13 +112,20 @@ def depths_of(parents: list[int]) -> list[int]:
 
 def greedy_walk(parents: list[int], tokens: list[int], pred: list[int]) -> list[int]:
     """From the root, follow the child whose token equals the target's argmax."""
+    return walk(parents, tokens, pred.__getitem__)
+
+
+def walk(parents: list[int], tokens: list[int], choose) -> list[int]:
+    """From the root, follow the child whose token equals `choose(node)`, the target's token after
+    `node`. Only the nodes on the path are asked, so a costly choice (a sampled one) is made at most
+    depth + 1 times."""
     children: dict[int, list[int]] = {}
     for i in range(1, len(parents)):
         children.setdefault(parents[i], []).append(i)
     path = [0]
     node = 0
     while True:
-        want = pred[node]
+        want = choose(node)
         for c in children.get(node, ()):
             if tokens[c] == want:
                 path.append(c)
@@ -218,8 +227,9 @@ class Engine:
         return out.logits[0]
 
     @torch.inference_mode()
-    def prefill(self, prompt: list[int], topk: int = 0) -> Verification:
-        """Run the prompt through a fresh cache; the bonus is the first new token.
+    def prefill(self, prompt: list[int], topk: int = 0, sampler: Sampler | None = None) -> Verification:
+        """Run the prompt through a fresh cache; the bonus is the first new token (the argmax, or the
+        sampler's draw for position len(prompt)).
 
         With topk > 0 every prompt position's logits are kept for harvesting; otherwise
         only the last position's, as Hugging Face generate does.
@@ -231,14 +241,17 @@ class Engine:
         self.cache = DynamicCache(config=self.model.config)
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
-        bonus = int(logits[-1].argmax())
+        bonus = sampler.pick(logits[-1], len(prompt)) if sampler else int(logits[-1].argmax())
         res = Verification(path=[0], bonus=bonus, width=len(prompt))
         if topk:
             res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
         return res
 
     @torch.inference_mode()
-    def verify(self, draft: Draft, topk: int = 0) -> Verification:
+    def verify(self, draft: Draft, topk: int = 0, sampler: Sampler | None = None) -> Verification:
+        """One forward over the draft, then the walk: greedy on the logits, or, with a sampler, greedy
+        on the perturbed logits (node at position p predicts p + 1 and uses that position's noise).
+        topk_ids/topk_scores are always the unperturbed logits' top-k (what harvesting drafters learn)."""
         t0 = time.perf_counter() if self.profile else 0.0
         T = len(draft.tokens)
         P = self.cache_len
@@ -261,9 +274,23 @@ class Engine:
             _sync(dev)
             t2 = time.perf_counter()
         res = Verification(path=[0], bonus=0, width=T)
-        pred, res.topk_scores, res.topk_ids = greedy_rows(logits, topk)
-        res.path = greedy_walk(draft.parents, draft.tokens, pred)
-        res.bonus = pred[res.path[-1]]
+        if sampler is None:
+            pred, res.topk_scores, res.topk_ids = greedy_rows(logits, topk)
+            res.path = greedy_walk(draft.parents, draft.tokens, pred)
+            res.bonus = pred[res.path[-1]]
+        else:
+            if topk:
+                res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
+            emitted = (pos[0] + 1).tolist()
+            picks: dict[int, int] = {}
+
+            def choose(node: int) -> int:
+                picks[node] = sampler.pick(logits[node], emitted[node])
+                return picks[node]
+
+            res.path = walk(draft.parents, draft.tokens, choose)
+            res.bonus = picks[res.path[-1]]
+            sampler.forget_through(emitted[res.path[-1]] - 1)  # the next root sits at the bonus's position
         self._compact(P, T, res.path)
         if self.profile:
             _sync(dev)

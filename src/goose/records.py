@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from goose.metrics import first_divergence, speedup_stale
 from goose.run_folder import RunIdentity
+from goose.sampling import Sampling
 from goose.timing import Measured, device_name
 
 
@@ -39,7 +40,8 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
     }
 
 
-TOP_LEVEL = ("seed", "chat_template", "repeats", "warmup", "speedup_reference", "profile")
+TOP_LEVEL = ("temperature", "top_k", "top_p", "seed", "chat_template", "repeats", "warmup", "speedup_reference",
+             "profile")
 
 
 def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dict:
@@ -103,7 +105,9 @@ def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
 
 
 def run_name(cfg: DictConfig, label: str) -> str:
-    return f"{label}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}"
+    sampled = Sampling.from_config(cfg).label()
+    return (f"{label}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}"
+            + (f"-{sampled}" if sampled else ""))
 
 
 def print_summary(s: dict, path: Path) -> None:

@@ -59,6 +59,24 @@ class ResultsFile:
         with open(self.path, newline="", encoding="utf-8") as f:
             return next(csv.reader(f), None)
 
+    def _widen(self, header: list[str], extra: list[str]) -> list[str]:
+        """Columns a newer version writes (e.g. the sampling settings) are added to the file, blank in
+        the rows written before them; the file is replaced whole, so a reader sees the old or the new.
+        Only the run's one writer (it holds the run lock) ever appends."""
+        rows = self.rows()
+        header = header + extra
+        tmp = self.path.with_suffix(".csv.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=header, restval="")
+            w.writeheader()
+            w.writerows(rows)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        print(f"[goose] {self.path}: added column(s) {', '.join(extra)} (blank in the {len(rows)} earlier row(s))",
+              flush=True)
+        return header
+
     def append(self, row: dict) -> None:
         header = self.header()
         buf = io.StringIO()
@@ -67,15 +85,16 @@ class ResultsFile:
             csv.writer(buf).writerow(header)
         extra = [k for k in row if k not in header]
         if extra:
-            raise ValueError(f"row has columns the CSV lacks: {extra}; use a fresh run folder")
+            header = self._widen(header, extra)
         csv.DictWriter(buf, fieldnames=header).writerow(row)
         append_text(self.path, buf.getvalue(), sync=True)
 
 
 class ReferenceStore:
     """AR tokens, one JSON file per reference key: a digest of everything that decides them
-    (model content, prompt token ids, dtype, device, threads, backend, max_new_tokens, stop
-    ids, library versions). Two prompts share a reference only if their tokens are the same."""
+    (model content, prompt token ids, sampling settings and seed when sampling, dtype, device,
+    threads, backend, max_new_tokens, stop ids, library versions). Two prompts share a reference
+    only if their tokens are the same."""
 
     def __init__(self, root: Path):
         self.root = Path(root)

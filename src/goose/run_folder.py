@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from goose.errors import GooseError
 from goose.models import ModelIdentity
 from goose.results import ResultsFile
+from goose.sampling import Sampling
 
 
 @dataclass
@@ -33,11 +34,12 @@ class Interrupted(Exception):
 
 
 def default_run_dir(cfg: DictConfig, label: str, chash: str) -> Path:
-    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-M<memory>-N<max_new_tokens>-<config hash>:
-    readable, and one configuration per folder."""
+    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-M<memory>-N<max_new_tokens>[-<sampling>]-<config
+    hash> (sampling e.g. T0.7-p0.95-s0; nothing when greedy): readable, and one configuration per folder."""
     safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label)
+    sampled = Sampling.from_config(cfg).label()
     return (Path(cfg.results_dir) / safe / cfg.benchmark.name / cfg.method.name
-            / f"B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}-{chash}")
+            / f"B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}{'-' + sampled if sampled else ''}-{chash}")
 
 
 def check_one_configuration(results: ResultsFile, run_dir: Path, chash: str) -> None:

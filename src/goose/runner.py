@@ -34,6 +34,7 @@ from goose.run_folder import (
     remove_empty,
     write_config,
 )
+from goose.sampling import Sampling
 from goose.settings import config_hash, resolved_device_dtype, validate
 from goose.timing import Timer, conditions, hf_greedy, reference_key
 
@@ -124,7 +125,7 @@ def run_single(cfg: DictConfig, drafter: Drafter, budget: Budget) -> None:
     stops = stop_ids(tok, model)
     ids = build_input(tok, [], text, cfg.chat_template)
     check_length("prompt", len(ids), engine.max_positions, cfg, budget.nodes)
-    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
+    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops, Sampling.from_config(cfg))
     print(tok.decode(gen.tokens, skip_special_tokens=True))
     print(f"\n[{len(gen.tokens)} tokens, {gen.steps} forwards, tau {gen.tau:.2f}, {gen.tokens_per_s:.1f} tokens/s]")
 
@@ -142,8 +143,9 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
     stops = stop_ids(tok, model)
     env = environment(device, dtype)
     refs = Path(cfg.results_dir) / "references"
+    sampling = Sampling.from_config(cfg)
     timer = Timer(engine, cfg.max_new_tokens, stops, cfg.repeats, cfg.speedup_reference, ident.conditions,
-                  ReferenceStore(refs), TimingStore(refs / "timings"), trace=cfg.trace)
+                  ReferenceStore(refs), TimingStore(refs / "timings"), trace=cfg.trace, sampling=sampling)
     for p in todo:  # refuse an over-long prompt before spending time on the others
         ids = build_input(tok, [], p.text, cfg.chat_template)
         check_length(p.id, len(ids), engine.max_positions, cfg, budget.nodes)
@@ -166,7 +168,7 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
             for rid, text in turns_of(prompt):
                 ids = build_input(tok, history, text, cfg.chat_template)
                 if rid in done:  # needed only for what follows it (a later turn, the drafter's memory): no row
-                    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops)
+                    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops, sampling)
                     history.append((text, tok.decode(gen.tokens, skip_special_tokens=True)))
                     continue
                 check_length(rid, len(ids), engine.max_positions, cfg, budget.nodes)
@@ -175,8 +177,9 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
                 if cfg.trace:
                     write_trace(run_dir / "trace.jsonl", rid, drafter.take_trace())
                 if m.source == "self":
-                    # Comparing AR with itself proves nothing: check it against HF generate instead.
-                    m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops)
+                    # Comparing AR with itself proves nothing: check it against HF generate instead (under
+                    # sampling, HF's loop and cache with our noise added to its scores).
+                    m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops, sampling)
                 row = row_for(cfg, rid, ids, m, env, ident)
                 results.append(row)
                 tracker.log_prompt(len(logged), row)

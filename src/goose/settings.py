@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 from goose.errors import GooseError
 from goose.fingerprints import digest
 from goose.models import resolve_device, resolve_dtype
+from goose.sampling import Sampling
 from goose.timing import MODES
 
 # Keys that change which prompts run or where output goes, not what a row contains. Paths are
@@ -35,6 +36,7 @@ def validate(cfg: DictConfig) -> None:
         raise GooseError(f"speedup_reference must be one of {', '.join(MODES)} (got {cfg.speedup_reference!r}).")
     if cfg.prompt is not None and cfg.prompt_file is not None:
         raise GooseError("give prompt=... or prompt_file=..., not both.")
+    Sampling.from_config(cfg)  # refuses a bad temperature, top_k, top_p or seed
 
 
 def resolved_device_dtype(cfg: DictConfig) -> tuple[torch.device, torch.dtype]:
@@ -42,6 +44,7 @@ def resolved_device_dtype(cfg: DictConfig) -> tuple[torch.device, torch.dtype]:
     return device, resolve_dtype(cfg.dtype if cfg.dtype != "auto" else cfg.model.get("dtype", "auto"), device)
 
 
+SAMPLING_KEYS = ("temperature", "top_k", "top_p")
 ROW_SCHEMA = 3  # bumped when a row's columns change, so a resumed run never appends mismatched rows
 
 
@@ -50,6 +53,11 @@ def config_hash(cfg: DictConfig, identity: dict) -> str:
     resolved device and dtype, backend)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
     kept = {k: v for k, v in plain.items() if k not in NOT_HASHED}
+    if Sampling.from_config(cfg).greedy:  # top_k and top_p change nothing then: greedy hashes stay as they were
+        for k in SAMPLING_KEYS:
+            kept.pop(k, None)
+    else:  # temperature=1 and temperature=1.0 are one setting
+        kept.update(temperature=float(kept["temperature"]), top_p=float(kept["top_p"]))
     for section in ("model", "benchmark"):
         kept[section] = {k: v for k, v in kept[section].items() if k != "path"}
     kept.update(identity)

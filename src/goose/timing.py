@@ -28,6 +28,7 @@ from goose.drafter import Drafter, autoregressive
 from goose.fingerprints import digest
 from goose.metrics import SAME_CONDITIONS
 from goose.results import ReferenceStore, TimingStore
+from goose.sampling import Sampler, Sampling
 
 if TYPE_CHECKING:
     from goose.run_folder import RunIdentity
@@ -73,15 +74,16 @@ class Timer:
     """Times one method against AR per prompt, under one `speedup_reference` mode."""
 
     def __init__(self, engine, max_new_tokens: int, stops: frozenset[int], repeats: int, mode: str, cond: dict,
-                 refs: ReferenceStore, timings: TimingStore, trace: bool = False):
+                 refs: ReferenceStore, timings: TimingStore, trace: bool = False, sampling: Sampling | None = None):
         self.engine, self.n, self.stops, self.repeats = engine, max_new_tokens, stops, repeats
         self.mode, self.cond, self.refs, self.timings, self.trace = mode, cond, refs, timings, trace
+        self.sampling = sampling  # AR, the reference, samples with the method's settings and seed
         self.ar = Drafter()
 
     def _gen(self, ids: list[int], drafter: Drafter) -> Generation:
         if self.trace and drafter.capabilities.trace:
             drafter.enable_trace()  # keep the last repeat's steps only
-        return generate(self.engine, ids, drafter, self.n, self.stops)
+        return generate(self.engine, ids, drafter, self.n, self.stops, self.sampling)
 
     def _repeated(self, ids: list[int], drafter: Drafter) -> Generation:
         return combine([self._gen(ids, drafter) for _ in range(self.repeats)])
@@ -149,10 +151,31 @@ class Timer:
         return Measured(gen, ref["tokens"], None, "none", key)
 
 
-def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int], **extra) -> list[int]:
-    """Hugging Face generate, greedy: the outside reference for our own AR (`extra`: e.g. prompt lookup)."""
+class GumbelNoise:
+    """A Hugging Face logits processor that turns greedy `generate` into our sampler: each step's scores
+    become the filtered logits plus the noise of the position being emitted (the sequence length)."""
+
+    def __init__(self, sampler: Sampler):
+        self.sampler = sampler
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        position = input_ids.shape[1]
+        return torch.stack([self.sampler.perturbed(row, position) for row in scores])
+
+
+def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int], sampling: Sampling | None = None,
+              **extra) -> list[int]:
+    """Hugging Face generate, greedy: the outside reference for our own AR (`extra`: e.g. prompt lookup).
+    With `sampling`, greedy on our perturbed logits: Hugging Face's loop and cache, our noise."""
+    from transformers import LogitsProcessorList
+
+    sampler = sampling.for_prompt(ids) if sampling is not None else None
+    if sampler is not None:
+        extra["logits_processor"] = LogitsProcessorList([GumbelNoise(sampler)])
+    prompt = torch.tensor([ids], device=model.device)
     out = model.generate(
-        torch.tensor([ids], device=model.device),
+        prompt,
+        attention_mask=torch.ones_like(prompt),  # else a prompt token equal to the pad id would be masked out
         max_new_tokens=max_new_tokens,
         do_sample=False,
         eos_token_id=sorted(stops) or None,
@@ -163,8 +186,10 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
 
 
 def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict) -> str:
-    """Everything that decides AR's tokens for this input (and the conditions its timing is compared under)."""
-    return digest({"model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
+    """Everything that decides AR's tokens for this input (and the conditions its timing is compared under).
+    Sampling settings enter only when sampling (greedy keys stay what they were)."""
+    return digest({**Sampling.from_config(cfg).settings(),
+                   "model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
                    "device": ident.device.type, "device_name": env["device_name"],
                    "threads": ident.conditions["threads"], "backend": ident.conditions["backend"],
                    "max_new_tokens": cfg.max_new_tokens, "stops": sorted(stops), "chat_template": cfg.chat_template,
