@@ -55,7 +55,8 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     if not files:
         raise SystemExit(f"no results.csv under {root}: run the experiment first")
     # A row without a config hash (written by an old version) is known only by the file it is in.
-    df = pd.concat([pd.read_csv(f).assign(_file=str(f)) for f in files], ignore_index=True)
+    df = pd.concat([pd.read_csv(f).assign(_file=str(f), references_dir=str(_references_of(f, root)))
+                    for f in files], ignore_index=True)
     for c, default in SAMPLING.items():
         df[c] = pd.to_numeric(df[c], errors="coerce").fillna(default) if c in df else default
     greedy = df.temperature.eq(0)
@@ -82,17 +83,30 @@ def load_rows(root: str | Path) -> pd.DataFrame:
                                                                         and c != "benchmark.path"])
     # Budget and memory mode are columns of their own (grouped by, shown in tables), not part of a
     # method's name (budget=auto rows record the budget they build at, 60, in method.drafter.budget).
-    own = ("method.drafter.memory", "method.drafter.budget")
-    df["method"] = _distinguish(df, "method", RUN_SETTINGS + [c for c in df if c.startswith("method.")
-                                                             and c not in own])
+    # Lookahead's window seed follows the run's seed, a column of its own.
+    own = ("method.drafter.memory", "method.drafter.budget", "method.drafter.seed")
+    identity = RUN_SETTINGS + [c for c in df if c.startswith("method.") and c not in own]
+    # Greedy and sampled rows never share an artifact: a setting that differs only between them (say
+    # a sampling sweep run with speedup_reference=none) must not rename the greedy methods.
+    sampled = df.temperature > 0
+    df["method"] = pd.concat([_distinguish(df[~sampled], "method", identity),
+                              _distinguish(df[sampled], "method", identity)]).reindex(df.index)
     cell = ["model", "benchmark", "method", "budget", "memory", *SAMPLING]
     mixed = df.groupby(cell, dropna=False)["config_hash"].nunique()
     mixed = mixed[mixed > 1]
     if len(mixed):  # still two configurations in one cell: name them by hash rather than pool them
         clash = df.set_index(cell).index.isin(mixed.index)
         df.loc[clash, "method"] = df.loc[clash, "method"] + " [config " + df.loc[clash, "config_hash"] + "]"
-    df.attrs["references"] = str(Path(root) / "references")  # AR tokens by reference key (sampling_outputs)
     return df
+
+
+def _references_of(results_csv: Path, root: str | Path) -> Path:
+    """The AR reference store of the results_dir a run folder sits in: the nearest `references` folder
+    above it (a run writes <results_dir>/references), else <root>/references."""
+    for d in results_csv.parents:
+        if (d / "references").is_dir():
+            return d / "references"
+    return Path(root) / "references"
 
 
 def _text(v) -> str:
@@ -231,36 +245,42 @@ def setting_label(temperature: float, top_k: int, top_p: float, seed: int) -> st
 
 def _with_settings(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Rows labelled by sampling setting (greedy first, then by temperature, cuts, seed), limited to the
-    configurations that were also run sampled (a greedy-only configuration has no curve to draw)."""
+    configurations that were also run sampled (a greedy-only configuration has no curve to draw) and,
+    per configuration, to the prompts (benchmark and id) every one of its settings has: settings are
+    compared on the same prompts, also while a sweep is unfinished."""
     keys = list(SAMPLING)
     df = df.assign(budget=df.budget.astype(str),
                    setting=[setting_label(*v) for v in df[keys].itertuples(index=False)])
     sampled = df[df.temperature > 0][CONFIG].drop_duplicates()
     df = df.merge(sampled, on=CONFIG)
+    settings = df.groupby(CONFIG).setting.transform("nunique")
+    present = df.groupby([*CONFIG, "benchmark", "prompt_id"]).setting.transform("nunique")
+    df = df[present == settings]
     order = df[[*keys, "setting"]].drop_duplicates().sort_values(keys).setting.tolist()
     return df, order
 
 
 def sampling(df: pd.DataFrame) -> pd.DataFrame:
     """tau per sampling setting (greedy and each temperature), per configuration and benchmark (and all
-    benchmarks pooled), with the share of the greedy gain (tau - 1) each setting keeps and how many
-    sampled rows were token-identical to AR sampling with the same seed."""
+    benchmarks pooled) over the prompts every setting has, the share of the greedy gain (tau - 1) each
+    setting keeps, and per setting how many rows were token-identical to AR with the same settings."""
     df, order = _with_settings(df)
     keys = [*CONFIG, "benchmark"]
     t = pd.concat([by(df, [*keys, "setting"]), by(df, [*CONFIG, "setting"]).assign(benchmark="all")])
-    wide = t.pivot_table(index=keys, columns="setting", values="tau")
-    wide = wide[[c for c in order if c in wide.columns]]
-    if "greedy" in wide:
-        for c in order[1:]:
-            if c in wide:
-                wide[f"gain kept {c} %"] = (wide[c] - 1) / (wide["greedy"] - 1) * 100
-    wide.columns = [c if c.startswith("gain") else f"tau {c}" for c in wide.columns]
+    t["ok"] = [f"{int(x)}/{int(n)}" for x, n in zip(t.lossless, t.prompts)]
+    present = [c for c in order if c in set(t.setting)]
+    tau = t.pivot_table(index=keys, columns="setting", values="tau")[present]
+    ok = t.pivot(index=keys, columns="setting", values="ok")[present]
+    wide = pd.DataFrame(index=tau.index)
+    wide["prompts"] = t.groupby(keys).prompts.max().astype(int)  # the same in every setting
+    for c in present:
+        wide[f"tau {c}"] = tau[c]
+    if "greedy" in tau:
+        for c in present[1:]:
+            wide[f"gain kept {c} %"] = (tau[c] - 1) / (tau["greedy"] - 1) * 100
+    for c in present:
+        wide[f"lossless {c}"] = ok[c]
     wide = wide.reset_index()
-    sampled = df[df.temperature > 0]
-    ok = pd.concat([sampled.groupby(keys).lossless.agg(["sum", "count"]).reset_index(),
-                    sampled.groupby(CONFIG).lossless.agg(["sum", "count"]).reset_index().assign(benchmark="all")])
-    ok["lossless (sampled)"] = [f"{int(a)}/{int(n)}" for a, n in zip(ok["sum"], ok["count"])]
-    wide = wide.merge(ok[[*keys, "lossless (sampled)"]], on=keys, how="left")
     rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
     wide["_order"] = [rank.get(m.split(" ")[0], len(rank)) for m in wide.method]
     wide["_all"] = wide.benchmark.eq("all")
@@ -269,55 +289,70 @@ def sampling(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def sampling_outputs(df: pd.DataFrame) -> pd.DataFrame:
-    """Is sampling doing anything? Per sampling setting and benchmark: on how many prompts AR sampling's
+    """Is sampling doing anything? Per sampled setting and benchmark: on how many prompts AR sampling's
     tokens (the reference every sampled row was checked against) differ from greedy AR's, and from
-    every other seed's at the same temperature and cuts."""
-    refs = ReferenceStore(Path(df.attrs.get("references", "results/references")))
+    every other seed's at the same temperature and cuts, each out of the prompts that have both."""
     df, order = _with_settings(df)
     prompt = ["model", "benchmark", "prompt_id"]
     first = df.drop_duplicates([*prompt, "setting"])
-    tokens = {(*k, st): (refs.get(key) or {}).get("tokens") for *k, st, key in
-              first[[*prompt, "setting", "reference_key"]].itertuples(index=False)}
+    stores: dict[str, ReferenceStore] = {}
+    tokens = {}
+    for *k, st, key, where in first[[*prompt, "setting", "reference_key", "references_dir"]].itertuples(index=False):
+        store = stores.setdefault(where, ReferenceStore(Path(where)))
+        tokens[(*k, st)] = (store.get(str(key)) or {}).get("tokens")
+    if not any(v is not None for v in tokens.values()):
+        raise SystemExit("sampling_outputs: no AR references found beside the result folders (a run writes them "
+                         "to <results_dir>/references); point --results at a results_dir")
     rows = []
-    for st in order[1:]:
+    for st in [o for o in order if o != "greedy"]:
         mine = first[first.setting == st]
         t, k, p, seed = mine[list(SAMPLING)].iloc[0]
-        others = first[(first.temperature == t) & (first.top_k == k) & (first.top_p == p) & (first.seed != seed)]
+        others = first[(first.temperature == t) & (first.top_k == k) & (first.top_p == p)
+                       & (first.seed != seed)].setting.unique()
         for bench in [*sorted(mine.benchmark.unique()), "all"]:
             sub = mine if bench == "all" else mine[mine.benchmark == bench]
-            n = greedy_diff = seed_diff = 0
+            vs_greedy, vs_seeds = [0, 0], [0, 0]  # differing, compared
             for m, b, pid in sub[prompt].itertuples(index=False):
                 own = tokens.get((m, b, pid, st))
-                if own is None:
-                    continue
-                n += 1
-                greedy_diff += own != tokens.get((m, b, pid, "greedy"), own)
-                theirs = [tokens.get((m, b, pid, o)) for o in others.setting.unique()]
-                seed_diff += bool(theirs) and all(x is not None and x != own for x in theirs)
-            rows.append({"setting": st, "benchmark": bench, "prompts": n, "differs from greedy": greedy_diff,
-                         "differs from the other seeds": seed_diff if len(others) else None})
+                greedy = tokens.get((m, b, pid, "greedy"))
+                theirs = [tokens.get((m, b, pid, o)) for o in others]
+                if own is not None and greedy is not None:
+                    vs_greedy = [vs_greedy[0] + (own != greedy), vs_greedy[1] + 1]
+                if own is not None and theirs and all(x is not None for x in theirs):
+                    vs_seeds = [vs_seeds[0] + all(x != own for x in theirs), vs_seeds[1] + 1]
+            rows.append({"setting": st, "benchmark": bench, "prompts": len(sub),
+                         "differs from greedy": "{}/{}".format(*vs_greedy),
+                         "differs from the other seeds": "{}/{}".format(*vs_seeds) if len(others) else "-"})
     return pd.DataFrame(rows)
 
 
 def plot_sampling(df: pd.DataFrame):
-    """tau vs temperature, one line per configuration, all benchmarks pooled; seed 0 joined by lines,
-    other seeds as open markers."""
+    """tau vs temperature, one line per configuration and cut (top_k, top_p), all benchmarks pooled over
+    the prompts every setting has; seed 0 joined by lines from the greedy point, other seeds as open
+    markers."""
     df, _ = _with_settings(df)
     t = by(df, [*CONFIG, *SAMPLING])
     fig, ax = plt.subplots(figsize=(8, 5))
     rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
     configs = sorted(t[CONFIG].drop_duplicates().itertuples(index=False),
                      key=lambda c: (rank.get(c.method.split(" ")[0], len(rank)), c.method, c.budget, c.memory))
+    cuts = t[t.temperature > 0][["top_k", "top_p"]].drop_duplicates().itertuples(index=False)
+    cuts = list(cuts)
     for c in configs:
         g = t[(t.model == c.model) & (t.method == c.method) & (t.budget == c.budget) & (t.memory == c.memory)]
-        main = g[g.seed == 0].sort_values("temperature")
-        label = f"{c.method} (B={c.budget}, memory={c.memory})"
-        line = ax.plot(main.temperature, main.tau, marker="o", label=label)[0]
-        rest = g[g.seed != 0]
-        ax.scatter(rest.temperature, rest.tau, facecolors="none", edgecolors=line.get_color(), zorder=3)
-    cuts = df[df.temperature > 0][["top_k", "top_p"]].drop_duplicates()
-    cut = ", ".join(f"top_k {k or 'off'}, top_p {p:g}" for k, p in cuts.itertuples(index=False))
-    ax.set_xlabel(f"temperature (0 = greedy; sampled with {cut})")
+        greedy = g[g.temperature == 0]
+        for k, p in cuts:
+            cut = g[(g.temperature > 0) & (g.top_k == k) & (g.top_p == p)]
+            if cut.empty:
+                continue
+            main = pd.concat([greedy, cut[cut.seed == 0]]).sort_values("temperature")
+            label = f"{c.method} (B={c.budget}, memory={c.memory})" + (
+                f", top_k {k or 'off'}, top_p {p:g}" if len(cuts) > 1 else "")
+            line = ax.plot(main.temperature, main.tau, marker="o", label=label)[0]
+            rest = cut[cut.seed != 0]
+            ax.scatter(rest.temperature, rest.tau, facecolors="none", edgecolors=line.get_color(), zorder=3)
+    only = f"; sampled with top_k {cuts[0][0] or 'off'}, top_p {cuts[0][1]:g}" if len(cuts) == 1 else ""
+    ax.set_xlabel(f"temperature (0 = greedy{only})")
     ax.set_ylabel("tau (tokens per forward, incl. prefill)")
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set_title("tau under sampling (seed 0: lines; other seeds: open markers)")
@@ -441,8 +476,8 @@ TABLES = {
     "all_methods": ("All methods x benchmarks: tau and speedup per budget and memory mode", all_methods),
     "suffix": ("SuffixDecoding vs GOOSE: tau per budget and memory mode (prompt: state cleared per prompt; "
                "run: kept across the prompts of a run; none: the method keeps no state)", suffix),
-    "sampling": ("Sampling: tau per temperature (gain kept = (tau - 1) / (greedy tau - 1)); lossless = sampled "
-                 "rows token-identical to AR sampling with the same seed", sampling),
+    "sampling": ("Sampling: tau per temperature over the prompts every setting has (gain kept = (tau - 1) / "
+                 "(greedy tau - 1)); lossless = rows token-identical to AR with the same settings and seed", sampling),
     "sampling_outputs": ("Sampling: prompts whose AR-sampled tokens differ from greedy and between seeds",
                          sampling_outputs),
 }

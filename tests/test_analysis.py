@@ -209,18 +209,23 @@ def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
                       "prompt_id": pid, "new_tokens": 128, "steps": n, "tau": 128 / n, "wall_s": 1.0,
                       "tokens_per_s": 128, "lossless": not (t and seed == 1 and pid == "p1"),
                       "config_hash": f"h{t}{seed}", "reference_key": key, "speedup_source": "none",
+                      "speedup_reference": "none" if t else "interleaved",
                       "temperature": t, "top_k": 0, "top_p": 0.95 if t else 1.0, "seed": seed})
     df = load_rows(tmp_path)
     t = sampling(df).set_index("benchmark").loc["all"]
     assert t["tau greedy"] == pytest.approx(256 / 80, abs=1e-3)
     assert t["tau T=0.7 p0.95 s0"] == pytest.approx(256 / 160, abs=1e-3)
     assert t["gain kept T=0.7 p0.95 s1 %"] == pytest.approx((256 / 200 - 1) / (256 / 80 - 1) * 100, abs=1e-3)
-    assert t["lossless (sampled)"] == "3/4"
+    assert [t[f"lossless {s}"] for s in ("greedy", "T=0.7 p0.95 s0", "T=0.7 p0.95 s1")] == ["2/2", "2/2", "1/2"]
     out = sampling_outputs(df).set_index(["setting", "benchmark"])
-    assert out.loc[("T=0.7 p0.95 s0", "all"), ["prompts", "differs from greedy", "differs from the other seeds"]
-                   ].tolist() == [2, 2, 1]
+    cols = ["prompts", "differs from greedy", "differs from the other seeds"]
+    assert out.loc[("T=0.7 p0.95 s0", "all"), cols].tolist() == [2, "2/2", "1/2"]
+    # Without the greedy run: nothing is compared with greedy, and no sampled setting is dropped.
+    no_greedy = sampling_outputs(df[df.temperature > 0]).set_index(["setting", "benchmark"])
+    assert no_greedy.loc[("T=0.7 p0.95 s0", "all"), cols].tolist() == [2, "0/0", "1/2"]
     greedy = make("all_methods", df, tmp_path / "art")
-    assert greedy and all_methods(df[df.temperature == 0])["lossless"].tolist() == ["2/2"]
+    # The sampled runs' speedup_reference=none does not rename the greedy method.
+    assert greedy and all_methods(df[df.temperature == 0])[["method", "lossless"]].values.tolist() == [["goose", "2/2"]]
     assert "tau all" in pd.read_csv(tmp_path / "art" / "all_methods.csv") and \
         pd.read_csv(tmp_path / "art" / "all_methods.csv")["tau all"].tolist() == [pytest.approx(256 / 80, abs=1e-3)]
     assert make("sampling_figure", df, tmp_path / "art")[0].exists()

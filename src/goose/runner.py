@@ -50,6 +50,10 @@ def prepare(cfg: DictConfig) -> tuple[DictConfig, Drafter, Budget]:
     if cfg.get("memory") == "run" and memory_label(drafter.config) == NO_MEMORY:
         print(f"[goose] {cfg.method.name} keeps no state across prompts: memory=run changes nothing (rows record "
               "memory=none)", flush=True)
+    sampling = Sampling.from_config(cfg)
+    if sampling.greedy and (sampling.top_k or sampling.top_p < 1):
+        print("[goose] temperature=0 decodes greedily: top_k and top_p change nothing (and are not recorded in "
+              "the config hash)", flush=True)
     cfg = copy.deepcopy(cfg)  # the caller's config stays as given
     with open_dict(cfg):
         cfg.budget = budget_label(drafter, cfg.budget)

@@ -29,6 +29,9 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+MIN_TEMPERATURE = 1e-3
+
+
 @dataclass(frozen=True)
 class Sampling:
     """What a run samples with. temperature 0 = greedy (top_k and top_p then change nothing)."""
@@ -41,6 +44,9 @@ class Sampling:
     def __post_init__(self) -> None:
         if not _number(self.temperature) or self.temperature < 0:
             raise GooseError(f"temperature must be a number >= 0; 0 = greedy (got {self.temperature!r}).")
+        if 0 < self.temperature < MIN_TEMPERATURE:  # logits / T would overflow float32
+            raise GooseError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g} "
+                             f"(got {self.temperature!r}).")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise GooseError(f"top_k must be an integer >= 0; 0 = off (got {self.top_k!r}).")
         if not _number(self.top_p) or not 0 < self.top_p <= 1:
