@@ -2,7 +2,6 @@
 (memory=prompt|run) for every method that keeps state."""
 
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -159,14 +158,6 @@ def test_bad_memory_values_are_clear_errors(run_goose, tmp_path):
 def test_bench_labels_say_what_runs_and_run_a_configuration_once():
     built = build_drafters(["suffix", "suffix:run", "suffix@auto:prompt", "pld:run", "pld", "goose@16"])
     assert list(built) == ["suffix@60:run", "suffix@auto:prompt", "pld", "goose@16:prompt"]
-
-
-@pytest.fixture
-def prompt_file(tmp_path):
-    p = tmp_path / "prompts.jsonl"
-    lines = [{"id": f"p{i}", "prompt": f"def f{i}(x):\n    return x * {i} + x\n" * 2} for i in range(4)]
-    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return p
 
 
 def rows_of(root):
