@@ -11,6 +11,8 @@ PROFILE ?= $(shell $(PYTHON) -c "import torch; print('paper' if torch.cuda.is_av
 RESULTS ?= results/$(PROFILE)
 ARTIFACTS_OUT ?= $(RESULTS)/artifacts
 GOOSE_CACHE ?= $(HOME)/.cache/goose
+# The analysis logs its tables and figures to one W&B run (offline: no network; `wandb sync` later).
+WANDB_ANALYSIS ?= $(or $(WANDB_MODE),offline)
 
 # CPU torch wheel by default; on a GPU machine install a CUDA build of torch first.
 install:
@@ -52,7 +54,7 @@ reproduce-%:
 	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	@if [ "$*" = all-methods ]; then $(MAKE) --no-print-directory datastore-$(PROFILE); fi
 	$(PYTHON) run.py -m +experiment=$(EXPERIMENT_$*)-$(PROFILE) results_dir=$(RESULTS)
-	$(PYTHON) analysis/reproduce.py $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT)
+	$(PYTHON) analysis/reproduce.py $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
 EXPERIMENT_table1 = table1
 EXPERIMENT_table2 = table2
@@ -61,13 +63,15 @@ EXPERIMENT_figure4 = figure4
 EXPERIMENT_budget-sweep = budget_sweep
 EXPERIMENT_all-methods = all_methods
 EXPERIMENT_suffix = suffix
+EXPERIMENT_synergy = synergy
 ARTIFACT_table1 = table1
 ARTIFACT_table2 = table2
-ARTIFACT_figure1 = figure1 synergy
+ARTIFACT_figure1 = figure1 spine_continuation
 ARTIFACT_figure4 = figure4
 ARTIFACT_budget-sweep = budget_sweep
 ARTIFACT_all-methods = all_methods
 ARTIFACT_suffix = suffix
+ARTIFACT_synergy = synergy synergy_published source_gap synergy_figure spine_continuation
 
 # Sampling: every method at temperature 0 (greedy), 0.3, 0.7 and 1.0 (top_p 0.95, seed 0), plus seed 1
 # at 0.7; table, outputs check and figure of tau vs temperature.
@@ -78,10 +82,10 @@ reproduce-sampling:
 	@$(MAKE) --no-print-directory datastore-$(PROFILE)
 	$(PYTHON) run.py -m +experiment=sampling-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=sampling_seeds-$(PROFILE) results_dir=$(RESULTS)
-	$(PYTHON) analysis/reproduce.py sampling sampling_outputs sampling_figure --results $(RESULTS) --out $(ARTIFACTS_OUT)
+	$(PYTHON) analysis/reproduce.py sampling sampling_outputs sampling_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
 reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods \
-	reproduce-suffix reproduce-sampling
+	reproduce-suffix reproduce-sampling reproduce-synergy
 
 # All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
 bench: datastore-local

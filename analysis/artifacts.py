@@ -19,6 +19,8 @@ from analysis.paper import (  # noqa: E402
     ABLATION_DELTA_PCT,
     FIGURE1_MEDIANS,
     FIGURE4_RANGE,
+    SOURCE_GAP_RATIO,
+    SYNERGY_GAIN_PCT,
     TABLE1_MACRO_GAIN_PCT,
     TABLE1_TAU,
 )
@@ -360,14 +362,185 @@ def plot_sampling(df: pd.DataFrame):
     return fig
 
 
+# --- synergy ---------------------------------------------------------------------------------
+SINGLE_SOURCES = ("spine-only", "branches-only")  # GOOSE's two sources, each given GOOSE's whole budget
+PUBLISHED = ("pld", "tr")  # the single-source methods as published, each at its own draft size
+ALERT = "VIOLATED"  # a cell starting with this is set in bold in the .md and .tex tables
+
+
+def _base(method: str) -> str:
+    return method.split(" ")[0]
+
+
+def _matched(cell: pd.DataFrame, methods: tuple[str, ...]) -> tuple[dict[str, pd.DataFrame], str]:
+    """Each method's rows in one cell, or why they cannot be compared: a method missing, or runs over
+    different prompts (a shorter run is not a smaller sample of the same thing)."""
+    found = {m: cell[cell.method == m] for m in methods}
+    missing = [m for m, g in found.items() if g.empty]
+    if missing:
+        return found, f"no {' or '.join(missing)} run here"
+    ids = {m: frozenset(zip(g.benchmark, g.prompt_id.astype(str))) for m, g in found.items()}
+    if len(set(ids.values())) > 1:
+        counts = ", ".join(f"{m} {len(v)}" for m, v in ids.items())
+        return found, f"different prompts ({counts}): rerun them with the same n_prompts"
+    return found, ""
+
+
+def _width(g: pd.DataFrame) -> str:
+    """Nodes per verification (incl. the root) a method really used: mean (max where recorded)."""
+    checks = (g.steps - 1).clip(lower=1)
+    mean = (g.mean_width * checks).sum() / checks.sum() if "mean_width" in g and g.mean_width.notna().all() else None
+    top = g.max_width.max() if "max_width" in g and g.max_width.notna().all() else None
+    if mean is None:
+        return ""
+    return f"{mean:.1f}" + (f" (max {int(top)})" if top is not None else "")
+
+
+def _refused(where: dict, why: str) -> dict:
+    print(f"[analysis] not compared: {', '.join(f'{k}={v}' for k, v in where.items())}: {why}")
+    return {**where, "not compared": why}
+
+
+def _gain(found: dict[str, pd.DataFrame], others: tuple[str, ...]) -> dict:
+    """GOOSE's tau over the best of `others` on the same prompts, and whether it is at least each."""
+    tau = {m: pooled(g)["tau"] for m, g in found.items()}
+    best = max(others, key=tau.get)
+    low = [f"GOOSE {tau['goose']:.3f} < {m} {tau[m]:.3f}" for m in others if tau["goose"] < tau[m]]
+    return {"prompts": len(found["goose"]), **{f"tau {m}": tau[m] for m in found},
+            "best single source": best, "gain %": (tau["goose"] / tau[best] - 1) * 100,
+            "gain (tau points)": tau["goose"] - tau[best],
+            "GOOSE >= each": f"{ALERT}: {'; '.join(low)}" if low else "holds",
+            **{f"nodes/verify {m}": _width(g) for m, g in found.items()}}
+
+
+def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...], row) -> pd.DataFrame:
+    """One row per benchmark of every group that has GOOSE, then one pooling the benchmarks whose
+    runs could be compared; `row(found)` computes a compared row."""
+    rows = []
+    for key, g in df[df.method.isin(methods)].groupby(group):
+        if "goose" not in set(g.method):
+            continue
+        where = dict(zip(group, key if isinstance(key, tuple) else (key,)))
+        fine = []
+        for bench, cell in g.groupby("benchmark"):
+            found, why = _matched(cell, methods)
+            if why:
+                rows.append(_refused({**where, "benchmark": bench}, why))
+                continue
+            fine.append(found)
+            rows.append({**where, "benchmark": bench, **row(found)})
+        if len(fine) > 1:
+            together = {m: pd.concat([f[m] for f in fine]) for m in methods}
+            rows.append({**where, "benchmark": "all", **row(together)})
+    if not rows:
+        raise SystemExit(f"no GOOSE runs beside {', '.join(methods[1:])}: run `make reproduce-synergy` first")
+    t = pd.DataFrame(rows)
+    return t[[c for c in t if c != "not compared"] + (["not compared"] if "not compared" in t else [])]
+
+
+def synergy(df: pd.DataFrame) -> pd.DataFrame:
+    """The paper's synergy at equal budget: GOOSE's tau over the better of its two sources, each given
+    GOOSE's whole budget (spine-only, branches-only), per model, budget, memory mode and benchmark, on
+    the same prompts; whether GOOSE is at least each (P4, non-degradation); and the mechanism: tokens
+    accepted after the spine broke, per forward (tau points GOOSE gets from spine continuation)."""
+    band = f"{SYNERGY_GAIN_PCT[0]} to {SYNERGY_GAIN_PCT[1]}"
+
+    def row(found):
+        g = found["goose"]
+        rescue = g.continuation_tokens.sum() / g.steps.sum() if "continuation_tokens" in g else float("nan")
+        return {**_gain(found, SINGLE_SOURCES), "paper gain %": band, "spine-break rescue (tau points)": rescue}
+
+    return _per_benchmark(df.assign(budget=df.budget.astype(str)), ["model", "budget", "memory"],
+                          ("goose", *SINGLE_SOURCES), row).round(3)
+
+
+def synergy_published(df: pd.DataFrame) -> pd.DataFrame:
+    """GOOSE against PLD and Token Recycling as published (PLD's 10-token chain, TR's 81-node template
+    with its hot start): not an equal-budget comparison, the one users make. Each method in its paper
+    memory mode; nodes per verification say what each really used."""
+    df = df.assign(budget=df.budget.astype(str))
+    goose = df[df.method == "goose"]
+    rows = []
+    for (model, budget), g in goose.groupby(["model", "budget"]):
+        peers = df[(df.model == model) & df.method.isin(PUBLISHED)]
+        part = _per_benchmark(pd.concat([g, peers]), ["model"], ("goose", *PUBLISHED),
+                              lambda found: _gain(found, PUBLISHED))
+        rows.append(part.assign(budget=budget))
+    t = pd.concat(rows, ignore_index=True)
+    t = t[["model", "budget", *[c for c in t if c not in ("model", "budget")]]]
+    return t.rename(columns={"best single source": "best published", "gain %": "gain vs best published %"}).round(3)
+
+
+def _rate(g: pd.DataFrame, source: str = "") -> float:
+    d, a = (f"{source}_drafted", f"{source}_accepted") if source else ("drafted", "accepted")
+    n = g[d].sum() if d in g else 0
+    return g[a].sum() / n if n else float("nan")
+
+
+GAP_PAIRS = {  # (label, (method, source), (method, source)): context-matched first, adjacency second
+    "standalone PLD vs TR (as published)": (("pld", ""), ("tr", "")),
+    "standalone spine-only vs branches-only (equal budget)": (("spine-only", "spine"), ("branches-only", "branch")),
+    "GOOSE's own spine vs branch nodes": (("goose", "spine"), ("goose", "branch")),
+}
+
+
+def source_gap(df: pd.DataFrame) -> pd.DataFrame:
+    """Acceptance per drafted token of context-matched vs adjacency drafts, measured three ways, per
+    model and benchmark (and pooled): standalone PLD vs TR, standalone spine-only vs branches-only, and
+    GOOSE's own spine vs branch nodes (Figure 1); the paper's 2-18x beside them. A pair is shown only
+    where both ran on the same prompts."""
+    rows = []
+    for model, m in df.groupby("model"):
+        benches = sorted(m.benchmark.unique())
+        for bench in [*benches, "all"]:
+            cell = m if bench == "all" else m[m.benchmark == bench]
+            row = {"model": model, "benchmark": bench}
+            for label, ((ma, sa), (mb, sb)) in GAP_PAIRS.items():
+                methods = tuple(dict.fromkeys((ma, mb)))
+                found, why = _matched(cell, methods)
+                if why:
+                    continue
+                a, b = _rate(found[ma], sa), _rate(found[mb], sb)
+                row.update({f"{label}: context": a, f"{label}: adjacency": b, f"{label}: ratio": a / b if b else None})
+            if len(row) > 2:
+                rows.append({**row, "paper ratio": f"{SOURCE_GAP_RATIO[0]}-{SOURCE_GAP_RATIO[1]}x"})
+    if not rows:
+        raise SystemExit("source_gap: no pair of sources ran on the same prompts; run `make reproduce-synergy` first")
+    return pd.DataFrame(rows).round(4)
+
+
+def _bold_alerts(t: pd.DataFrame, bold) -> pd.DataFrame:
+    return t.map(lambda v: bold(v) if isinstance(v, str) and v.startswith(ALERT) else v)
+
+
+TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+               "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+               "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def _tex(v: str) -> str:
+    return "".join(TEX_SPECIAL.get(ch, ch) for ch in v)
+
+
+def to_latex(t: pd.DataFrame, index: bool) -> str:
+    """LaTeX with every name and text cell escaped (a bare % in "gain %" would comment out the rest of
+    its row) and alerts in bold."""
+    tex = _bold_alerts(t.map(lambda v: _tex(v) if isinstance(v, str) else v), lambda v: r"\textbf{" + v + "}")
+    tex.columns = [_tex(str(c)) for c in t.columns]
+    if index:
+        tex.index = tex.index.map(lambda v: _tex(str(v)))
+    return tex.to_latex(index=index, float_format="%.3f", na_rep="--", escape=False)
+
+
 def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     index = not isinstance(t.index, pd.RangeIndex)  # row numbers are not worth a column
     md = out / f"{name}.md"
     blanks = t.astype(object).where(t.notna(), None)  # tabulate leaves None cells empty, prints NaN as "nan"
+    blanks = _bold_alerts(blanks, lambda v: f"**{v}**")
     md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{blanks.to_markdown(index=index, floatfmt='.3f', missingval='')}\n")
     tex = out / f"{name}.tex"
-    tex.write_text(t.to_latex(index=index, float_format="%.3f", na_rep="--"))
+    tex.write_text(to_latex(t, index))
     csv = out / f"{name}.csv"
     t.to_csv(csv, index=index)
     return [md, tex, csv]
@@ -459,14 +632,50 @@ def plot_budget_sweep(df: pd.DataFrame):
     return fig
 
 
-def plot_synergy(df: pd.DataFrame):
-    """Tokens gained by spine continuation: branches rescuing the walk where the spine breaks."""
+def plot_spine_continuation(df: pd.DataFrame):
+    """The synergy's mechanism: tokens GOOSE accepted after the walk left the spine for a branch."""
     t = by(df[df.method == "goose"], ["model", "benchmark"])
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(t) + 2), 4.5))
     ax.bar(range(len(t)), t.continuation_share * 100, color="#9467bd")
     ax.set_xticks(range(len(t)), _cells(t), fontsize=8)
     ax.set_ylabel("share of generated tokens (%)")
-    ax.set_title("Synergy: tokens accepted after the spine broke (spine continuation)")
+    ax.set_title("Spine continuation: tokens accepted after the spine broke")
+    return fig
+
+
+def plot_synergy(df: pd.DataFrame):
+    """GOOSE's gain over the better single source at equal budget, per benchmark (one bar per model,
+    budget and memory mode), beside its gain over PLD / TR as published, the paper's band shaded.
+    Bars below zero break non-degradation (P4)."""
+    eq = synergy(df)
+    eq = eq[eq["gain %"].notna()] if "gain %" in eq else eq.iloc[:0]
+    pub = synergy_published(paper_settings(df))
+    pub = pub[pub["gain vs best published %"].notna()] if "gain vs best published %" in pub else pub.iloc[:0]
+    benches = list(dict.fromkeys([*eq.benchmark, *pub.benchmark]))
+    series = [(f"equal budget: {m}, B={b}, memory={mem}", g.set_index("benchmark")["gain %"], None)
+              for (m, b, mem), g in eq.groupby(["model", "budget", "memory"])]
+    series += [(f"vs published PLD / TR: {m}, GOOSE B={b}", g.set_index("benchmark")["gain vs best published %"], "//")
+               for (m, b), g in pub.groupby(["model", "budget"])]
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(benches) + 3), 5))
+    w = 0.8 / max(1, len(series))
+    for k, (label, gain, hatch) in enumerate(series):
+        xs = [i - 0.4 + w * (k + 0.5) for i, b in enumerate(benches) if b in gain.index]
+        ys = [gain[b] for b in benches if b in gain.index]
+        bars = ax.bar(xs, ys, w, label=label, hatch=hatch, alpha=0.6 if hatch else 1.0)
+        for rect, y in zip(bars, ys):
+            if y < 0 and not hatch:
+                rect.set_edgecolor("red")
+                rect.set_linewidth(2)
+            ax.annotate(f"{y:+.0f}%", (rect.get_x() + rect.get_width() / 2, max(y, 0)), ha="center", va="bottom",
+                        fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.axhspan(*SYNERGY_GAIN_PCT, color="grey", alpha=0.15,
+               label=f"paper: +{SYNERGY_GAIN_PCT[0]}% to +{SYNERGY_GAIN_PCT[1]}% over the best single source")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(benches)), benches)
+    ax.set_ylabel("GOOSE tau over the best single source (%)")
+    ax.set_title("Synergy: GOOSE vs its sources at equal budget (solid; red edge: below a source)\n"
+                 "and vs PLD / Token Recycling as published (hatched)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
     return fig
 
 
@@ -480,18 +689,29 @@ TABLES = {
                  "(greedy tau - 1)); lossless = rows token-identical to AR with the same settings and seed", sampling),
     "sampling_outputs": ("Sampling: prompts whose AR-sampled tokens differ from greedy and between seeds",
                          sampling_outputs),
+    "synergy": ("Synergy at equal budget: GOOSE vs its two sources, each given GOOSE's whole budget (spine-only: "
+                "the context-match chain; branches-only: the adjacency tree), same prompts and memory mode; gain = "
+                "GOOSE tau / best single source - 1; GOOSE >= each is the paper's non-degradation (P4); spine-break "
+                "rescue = tokens accepted after the spine broke, per forward", synergy),
+    "synergy_published": ("GOOSE vs PLD and Token Recycling as published (not equal budget: PLD drafts a 10-token "
+                          "chain, TR an 81-node template; nodes/verify says what each used), each in its paper "
+                          "memory mode", synergy_published),
+    "source_gap": ("Source gap: acceptance per drafted token of context-matched vs adjacency drafts, three ways",
+                   source_gap),
 }
 FIGURES = {
     "figure1": plot_figure1,
     "figure4": plot_figure4,
     "budget_sweep": plot_budget_sweep,
-    "synergy": plot_synergy,
+    "spine_continuation": plot_spine_continuation,
     "sampling_figure": plot_sampling,
+    "synergy_figure": plot_synergy,
 }
 ARTIFACTS = [*TABLES, *FIGURES]
 
 
 EVERY_SETTING = ("all_methods", "suffix")  # tables with budget and memory columns of their own
+EVERY_MEMORY = ("synergy", "synergy_figure")  # memory mode a column of their own, at one budget
 SAMPLED = ("sampling", "sampling_outputs", "sampling_figure")  # every other artifact reads greedy rows only
 
 
@@ -507,7 +727,7 @@ def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]
                              "`make reproduce-sampling` first")
     else:
         df = df[df.temperature == 0]
-        if name not in EVERY_SETTING:
+        if name not in (*EVERY_SETTING, *EVERY_MEMORY):
             df = paper_settings(df)
         if name not in ("budget_sweep", *EVERY_SETTING):
             df = df[df.budget.astype(str).isin([str(budget), FIXED])]

@@ -1,17 +1,21 @@
 """Regenerate paper artifacts from result CSVs into one folder.
 
-    python analysis/reproduce.py table2 [figure1 ...] --results results --out results/artifacts
+    python analysis/reproduce.py table2 [figure1 ...] --results results --out results/artifacts [--wandb offline]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "src")]
 
+import pandas as pd  # noqa: E402
+
 from analysis.artifacts import ARTIFACTS, load_rows, make  # noqa: E402
+from goose.tracking import Tracker  # noqa: E402
 
 
 def main() -> None:
@@ -19,15 +23,32 @@ def main() -> None:
     ap.add_argument("artifacts", nargs="+", choices=[*ARTIFACTS, "all"])
     ap.add_argument("--results", default="results")
     ap.add_argument("--out", default="results/artifacts")
+    ap.add_argument("--wandb", choices=["offline", "online", "disabled"], default=os.environ.get("WANDB_MODE",
+                    "disabled"), help="also log every table and figure written to one W&B run of the analysis "
+                    "(offline needs no network: `wandb sync <out>/wandb/offline-run-*` uploads it later)")
+    ap.add_argument("--wandb-project", default="goose")
     args = ap.parse_args()
     df = load_rows(args.results)
     names = ARTIFACTS if "all" in args.artifacts else args.artifacts
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tracker = Tracker(args.wandb, args.wandb_project, name=f"analysis-{'-'.join(names)}", group="analysis",
+                      config={"results": str(Path(args.results).resolve()), "artifacts": list(names)}, run_dir=out)
     for name in names:
-        for path in make(name, df, Path(args.out)):
+        for path in make(name, df, out):
             print(f"wrote {path}")
-        md = Path(args.out) / f"{name}.md"
+            if path.suffix == ".csv":
+                t = pd.read_csv(path)
+                tracker.log_table(name, [str(c) for c in t.columns], t.astype(object).where(t.notna(), None)
+                                  .values.tolist())
+            elif path.suffix == ".png":
+                tracker.log_image(name, path)
+        md = out / f"{name}.md"
         if md.exists():
             print(md.read_text())
+    tracker.finish({}, [])
+    if args.wandb != "disabled":
+        print(f"logged to W&B ({args.wandb}) under {out / 'wandb'}")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def test_tables_written_in_three_formats(results, tmp_path, name):
     assert "tau = generated tokens / target forwards incl. prefill" in paths[0].read_text()
 
 
-@pytest.mark.parametrize("name", ["figure1", "figure4", "budget_sweep", "synergy"])
+@pytest.mark.parametrize("name", ["figure1", "figure4", "budget_sweep", "spine_continuation"])
 def test_figures_have_axes_and_series(results, tmp_path, name):
     import matplotlib.pyplot as plt
 

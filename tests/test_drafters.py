@@ -14,7 +14,8 @@ from goose.adjacency import AdjacencyTable
 from goose.context_match import ContextMatcher, confidence
 from goose.decode import generate
 from goose.engine import Engine
-from goose.spine_tree import BRANCH, SPINE, GooseConfig, GooseDrafter, build_spine_tree
+from goose.errors import GooseError
+from goose.spine_tree import BRANCH, SPINE, GooseConfig, GooseDrafter, SpineOnlyDrafter, build_spine_tree
 
 
 # --- context matcher --------------------------------------------------------------------
@@ -193,6 +194,39 @@ def test_tr_template_takes_the_likeliest_paths_per_depth(widths):
         assert all(w <= worst_kept + 1e-12 for p, w in weight.items() if p not in level)
 
 
+# --- the single sources at equal budget (synergy) ---------------------------------------
+def test_spine_only_is_a_chain_filling_the_budget_goose_would_have():
+    """Spine-only: a pure chain of spine nodes, extended by matching again until it fills
+    B + floor(c * extension) - 1 tokens; no adjacency table is kept or asked for."""
+    period = [5, 6, 7, 8, 9, 10, 11]
+    context = period * 20
+    d = SpineOnlyDrafter(budget=30)
+    assert d.harvester is None and d.capabilities.topk == 0 and not d.capabilities.harvest_prefill
+    d.start(context, None)
+    draft = d.propose(context)
+    nodes = d.proposed
+    c = 1.0  # the period repeats: consensus
+    assert len(nodes) == 30 + math.floor(c * d.config.extension)
+    assert set(nodes.source[1:]) == {SPINE}
+    assert draft.parents == [-1, *range(len(nodes) - 1)]  # one chain
+    assert nodes.tokens[1:] == (period * 20)[: len(nodes) - 1]  # what follows the root (token 11) is 5, 6, ...
+
+
+def test_spine_only_drafts_nothing_without_a_match_and_branches_only_has_no_spine(tiny, prompts):
+    d = SpineOnlyDrafter()
+    d.start([1, 2, 3, 4], None)
+    d.propose([1, 2, 3, 4])
+    assert len(d.proposed) == 1 and d.route == "ar"
+    engine = Engine(tiny)
+    for d, absent in ((SpineOnlyDrafter(), BRANCH), (GooseDrafter(context_spine=False), SPINE)):
+        d.enable_trace()
+        generate(engine, prompts[0], d, 48)
+        steps = d.take_trace()
+        assert steps and all(s[absent.name] == 0 for s in steps)
+    with pytest.raises(GooseError, match="nothing else to draft"):
+        SpineOnlyDrafter(context_spine=False)
+
+
 # --- every method and ablation is lossless on the tiny model ----------------------------
 ABLATIONS = [dict(), dict(rho=0.0), dict(bigram=False), dict(use_confidence=False), dict(prefill_harvest=False),
              dict(context_spine=False), dict(spine_continuation=False)]
@@ -201,6 +235,7 @@ ABLATIONS = [dict(), dict(rho=0.0), dict(bigram=False), dict(use_confidence=Fals
 def drafters():
     yield from (GooseDrafter(budget=b, **a) for a in ABLATIONS for b in (60,))
     yield GooseDrafter(budget=8)
+    yield SpineOnlyDrafter()
     yield PromptLookupDrafter()
     yield TokenRecyclingDrafter()
     yield TokenRecyclingDrafter(memory="prompt")

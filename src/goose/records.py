@@ -66,7 +66,9 @@ def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dic
         "speedup_source": m.source,
         "ar_wall_s": round(ar["wall_s"], 6) if ar else "",
         "ar_tokens_per_s": round(ar["tokens_per_s"], 4) if ar else "",
+        # Nodes per verification (incl. the root), what a method really used whatever its budget says.
         "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
+        "max_width": max(gen.widths, default=1),
         "max_new_tokens": cfg.max_new_tokens,
         "config_hash": run.config_hash,
         "model_config": cfg.model.name,

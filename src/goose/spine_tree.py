@@ -176,10 +176,12 @@ class GooseDrafter(TreeDrafter):
                 return r
         return self.config.tiers[-1]
 
-    def extend_chain(self, context: list[int], chain: list[int], c: float) -> list[int]:
-        """Keep matching from the end of context + chain until floor(100 c) tokens."""
-        target = math.floor(self.config.max_extended_chain * c)
-        certain = c >= 1.0
+    def extend_chain(self, context: list[int], chain: list[int], c: float, target: int | None = None,
+                     certain: bool | None = None) -> list[int]:
+        """Keep matching from the end of context + chain until `target` tokens (default floor(100 c));
+        `certain` (default: c = 1) continues only while each new match has consensus."""
+        target = math.floor(self.config.max_extended_chain * c) if target is None else target
+        certain = c >= 1.0 if certain is None else certain
         tail = max(self.matcher.sizes)
         while len(chain) < target:
             m = self.matcher.match(context[-tail:] + chain)
@@ -253,6 +255,35 @@ class GooseDrafter(TreeDrafter):
         out.update({"continuations": self.continuations, "continuation_tokens": self.continuation_tokens})
         out.update({f"route_{r}": self.routes[r] for r in ROUTES})
         return out
+
+
+class SpineOnlyDrafter(GooseDrafter):
+    """GOOSE's context-match spine alone, given the whole budget GOOSE would have each step:
+    B + floor(c * extension) nodes, the chain extended by matching again from its end until it
+    fills them or nothing matches. No branches and no adjacency table. With branches-only (GOOSE
+    with context_spine=false) it is one of the two single sources synergy is measured against."""
+
+    name = "spine-only"
+
+    def __init__(self, config: GooseConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        check(self.config.context_spine, "spine-only needs context_spine=true (there is nothing else to draft)")
+        self.capabilities = Capabilities(auto_budget=True, trace=True)  # no top-k to harvest, nothing kept
+        self.harvester = None
+
+    def propose(self, context: list[int]) -> Draft:
+        chain, c = self.spine(context)
+        budget = self.config.budget + math.floor(c * self.config.extension)
+        if chain:
+            chain = self.extend_chain(context, chain, c, target=budget - 1, certain=False)
+        nodes = TreeNodes(context[-1], context[-2] if len(context) > 1 else None)
+        for i, t in enumerate(chain[: budget - 1]):
+            nodes.add(i, t, SPINE, c)
+        self.route = "bypass" if c >= 1.0 else "chain"
+        draft = self.finish(nodes)
+        if len(self.proposed) < 2:
+            self.route = "ar"
+        return draft
 
 
 def no_continuation_draft(nodes: TreeNodes) -> Draft:

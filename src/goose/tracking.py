@@ -32,6 +32,20 @@ class Tracker:
             return
         self.run.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=index)
 
+    def log_table(self, name: str, columns: list[str], data: list[list]) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        self.run.log({name: wandb.Table(columns=columns, data=data)})
+
+    def log_image(self, name: str, path: Path) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        self.run.log({name: wandb.Image(str(path))})
+
     def finish(self, summary: dict, rows: list[dict]) -> None:
         if self.run is None:
             return
