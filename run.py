@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from goose.errors import GooseError  # noqa: E402
+from goose.help import register as register_help  # noqa: E402
 from goose.runner import Interrupted, run  # noqa: E402
 
 # One id per sweep: every job of a multirun (also SLURM jobs, which inherit the environment)
@@ -23,6 +24,9 @@ if "GOOSE_SWEEP_ID" not in os.environ:
         os.environ["GOOSE_SWEEP_ID"] = sweep_id
 else:
     sweep_id = os.environ["GOOSE_SWEEP_ID"]
+
+
+register_help()  # python run.py --help renders the YAML files' explanations
 
 
 @hydra.main(config_path="conf", config_name="config", version_base="1.3")
@@ -44,4 +48,15 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 1:  # no arguments: the demo (GOOSE vs AR on a few prompts), see goose/demo.py
+        from goose.demo import main as demo
+
+        try:
+            sys.exit(demo())
+        except GooseError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+        except Interrupted as e:
+            print(f"\n{e}", file=sys.stderr)
+            sys.exit(130)
     main()

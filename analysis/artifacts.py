@@ -435,6 +435,7 @@ def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...],
     if not rows:
         raise SystemExit(f"no GOOSE runs beside {', '.join(methods[1:])}: run `make reproduce-synergy` first")
     t = pd.DataFrame(rows)
+    t["prompts"] = t.get("prompts", pd.Series(index=t.index, dtype=float)).astype("Int64")
     return t[[c for c in t if c != "not compared"] + (["not compared"] if "not compared" in t else [])]
 
 
@@ -536,8 +537,8 @@ def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]
     out.mkdir(parents=True, exist_ok=True)
     index = not isinstance(t.index, pd.RangeIndex)  # row numbers are not worth a column
     md = out / f"{name}.md"
-    blanks = t.astype(object).where(t.notna(), None)  # tabulate leaves None cells empty, prints NaN as "nan"
-    blanks = _bold_alerts(blanks, lambda v: f"**{v}**")
+    bold = _bold_alerts(t, lambda v: f"**{v}**")
+    blanks = bold.astype(object).where(bold.notna(), None)  # tabulate leaves None cells empty, prints NaN as "nan"
     md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{blanks.to_markdown(index=index, floatfmt='.3f', missingval='')}\n")
     tex = out / f"{name}.tex"
     tex.write_text(to_latex(t, index))
@@ -668,7 +669,7 @@ def plot_synergy(df: pd.DataFrame):
                 rect.set_linewidth(2)
             ax.annotate(f"{y:+.0f}%", (rect.get_x() + rect.get_width() / 2, max(y, 0)), ha="center", va="bottom",
                         fontsize=7, xytext=(0, 2), textcoords="offset points")
-    ax.axhspan(*SYNERGY_GAIN_PCT, color="grey", alpha=0.15,
+    ax.axhspan(*SYNERGY_GAIN_PCT, color="grey", alpha=0.15, zorder=0,
                label=f"paper: +{SYNERGY_GAIN_PCT[0]}% to +{SYNERGY_GAIN_PCT[1]}% over the best single source")
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(benches)), benches)

@@ -4,7 +4,8 @@ Query with the last 16 down to 2 tokens; for the longest span that occurs, gathe
 continuations (10 tokens) of its occurrences, count every continuation prefix, keep the
 top prefixes by count (ties: shorter, then smaller ids) as a trie, verify the trie.
 
-Build a datastore once, with the target model's tokenizer:
+Build a datastore once, with the target model's tokenizer (the offline default is also built on
+first use: `method=rest` with none built yet):
     python -m baselines.rest build --model smollm2-135m                 # offline default: Python stdlib sources
     python -m baselines.rest build --model smollm2-135m --corpus DIR    # a local folder of text/code files
     python -m baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
@@ -150,9 +151,15 @@ class RestDrafter(TreeDrafter):
 
     def __init__(self, config: RestConfig | None = None, **overrides):
         super().__init__(config, **overrides)
-        self.store = Datastore(self.config.datastore)
+        folder = Path(self.config.datastore).expanduser()
+        # The offline default (<cache>/datastores/<model>-stdlib) is built on first use, once the model's
+        # tokenizer is known (bind_tokenizer); any other datastore must exist now.
+        self.store = None if first_use(folder) else Datastore(folder)
 
-    def check_tokenizer(self, fingerprint: str) -> None:
+    def bind_tokenizer(self, tokenizer, model_name: str) -> None:
+        if self.store is None:
+            self.store = Datastore(build_default(Path(self.config.datastore).expanduser(), tokenizer, model_name))
+        fingerprint = tokenizer_fingerprint(tokenizer)
         built = self.store.meta.get("tokenizer_fingerprint")
         if built != fingerprint:
             raise GooseError(
@@ -212,16 +219,68 @@ def default_folder(model_name: str, corpus: str = "stdlib") -> Path:
     return cache_root() / "datastores" / f"{model_name}-{corpus.replace('/', '_').replace(':', '_').strip('_')}"
 
 
-def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int | None, max_tokens: int) -> dict:
+# REST's offline default datastore, built on first use (and by `make datastore-local`): this many
+# tokens of this Python's standard library sources, tokenized with the model's tokenizer.
+FIRST_USE_TOKENS = 3_000_000
+
+
+def first_use(folder: Path) -> bool:
+    """An offline default datastore not built yet (an unfinished build leaves no meta.json)."""
+    return folder.parent == default_folder("-").parent and folder.name.endswith("-stdlib") and \
+        not (folder / "meta.json").is_file()
+
+
+def build_default(folder: Path, tokenizer, model_name: str) -> Path:
+    """Build the offline default datastore for this model once: one builder at a time (an OS lock; a
+    second process waits and then uses it), written aside and moved into place when complete."""
+    import fcntl
+    import shutil
+
+    if folder != default_folder(model_name):
+        raise GooseError(f"no REST datastore at {folder}: it is not this model's offline default "
+                         f"({default_folder(model_name)}). Build it: python -m baselines.rest build --model ...")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder.parent / f".{folder.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"[goose] another process is building the REST datastore {folder}: waiting for it", flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if not (folder / "meta.json").is_file():
+            print(f"[goose] building REST's offline datastore once ({FIRST_USE_TOKENS:,} tokens of Python's standard "
+                  f"library, {model_name}'s tokenizer); cached in {folder}", flush=True)
+            aside = folder.parent / f".{folder.name}.building-{os.getpid()}"
+            try:
+                meta = build(tokenizer, model_name, "stdlib", aside, None, FIRST_USE_TOKENS, progress=True)
+                shutil.rmtree(folder, ignore_errors=True)  # what an interrupted older build left
+                os.replace(aside, folder)
+            finally:
+                shutil.rmtree(aside, ignore_errors=True)
+            print(f"[goose] REST datastore ready: {meta['tokens']:,} tokens from {meta['documents']} files "
+                  f"({meta['build_s']} s)", flush=True)
+    finally:
+        os.close(fd)  # releases the lock
+    return folder
+
+
+def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int | None, max_tokens: int,
+          progress: bool = False) -> dict:
+    from tqdm import tqdm
+
     t0 = time.time()
     parts, total, docs = [], 0, 0
+    bar = tqdm(total=max_tokens, unit="tok", unit_scale=True, desc="REST datastore", file=sys.stderr,
+               disable=not progress)
     for text in corpus_texts(corpus, max_files):
         ids = tokenizer(text, add_special_tokens=False).input_ids
         parts.append(np.asarray(ids + [SEP], dtype=np.int32))
         total += len(ids) + 1
         docs += 1
+        bar.update(min(len(ids) + 1, max_tokens - bar.n))
         if total >= max_tokens:
             break
+    bar.close()
     if not parts:
         raise GooseError(f"corpus '{corpus}' yielded no documents")
     tokens = np.concatenate(parts)[:max_tokens]
@@ -248,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--corpus", default="stdlib")
     b.add_argument("--out", default=None, help="default: ~/.cache/goose/datastores/<model>-<corpus>")
     b.add_argument("--max-files", type=int, default=None)
-    b.add_argument("--max-tokens", type=int, default=20_000_000)
+    b.add_argument("--max-tokens", type=int, default=20_000_000, help=f"REST's offline default (built on first "
+                   f"use): {FIRST_USE_TOKENS:,}")
     args = ap.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -258,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = model_config(args.model, args.model_path)
         tok = AutoTokenizer.from_pretrained(model_folder(cfg))
         out = Path(args.out) if args.out else default_folder(cfg.name, args.corpus)
-        meta = build(tok, cfg.name, args.corpus, out, args.max_files, args.max_tokens)
+        meta = build(tok, cfg.name, args.corpus, out, args.max_files, args.max_tokens, progress=True)
     except GooseError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -38,7 +38,7 @@ from goose.decode import generate  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
 from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa: E402
-from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids, tokenizer_fingerprint  # noqa: E402  # noqa: E402
+from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402  # noqa: E402
 from goose.sampling import Sampling  # noqa: E402
 from goose.timing import hf_greedy  # noqa: E402
 
@@ -103,7 +103,7 @@ def main() -> None:
         model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
         prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
         engine = Engine(model)
-        ours = arm(built, lambda: cost_curve(engine, identify_model(cfg), device, dtype), tokenizer_fingerprint(tok))
+        ours = arm(built, lambda: cost_curve(engine, identify_model(cfg), device, dtype), tok, cfg.name)
     except GooseError as e:
         ap.exit(2, f"error: {e}\n")
     stops = stop_ids(tok, model)

@@ -26,19 +26,8 @@ from goose.budget import cost_curve  # noqa: E402
 from goose.engine import Engine  # noqa: E402
 from goose.methods import arm, build_drafters, method_names  # noqa: E402
 from goose.metrics import first_divergence  # noqa: E402
-from goose.models import identify_model, load_model, model_config, stop_ids, tokenizer_fingerprint  # noqa: E402
+from goose.models import identify_model, load_model, model_config, stop_ids  # noqa: E402
 from goose.timing import hf_greedy  # noqa: E402
-
-
-def rest_datastore(tok) -> Path:
-    """The offline REST datastore (Python stdlib, 3M tokens), built here if this machine lacks it."""
-    from baselines.rest import build, default_folder
-
-    folder = default_folder("smollm2-135m")
-    if not (folder / "meta.json").is_file():
-        meta = build(tok, "smollm2-135m", "stdlib", folder, None, 3_000_000)
-        print(f"built the REST datastore {folder}: {meta['tokens']:,} tokens")
-    return folder
 
 
 def method_specs() -> list[str]:
@@ -74,9 +63,8 @@ def main() -> int:
         print("| method | tau | tokens/s | x AR | identical prompts | token match | first divergence |")
         print("|---|---|---|---|---|---|---|")
         ar_tps = None
-        rest_datastore(tok)
         built = build_drafters(method_specs(), "smollm2-135m", skip_missing=True)
-        drafters = arm(built, lambda c=curve: c, tokenizer_fingerprint(tok))
+        drafters = arm(built, lambda c=curve: c, tok, "smollm2-135m")
         for name, d in drafters.items():
             saved = d.save_memory()
             generate(engine, prompts[0], d, 16, stops)  # warm-up

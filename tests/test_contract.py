@@ -104,6 +104,7 @@ def test_capabilities_say_what_the_engine_must_return(name, tiny, prompts, store
     d.accepted = spy
     g = decode(tiny, prompts[:1], d)[0]
     assert set(seen) == {d.capabilities.topk > 0}
+    assert len(g.origins) == len(g.tokens) and g.origins[0] == "bonus"  # every token says where it came from
     s = g.stats
     if "drafted" in s:  # tree drafters: per-source counts add up to the totals
         names = [k[: -len("_drafted")] for k in s if k.endswith("_drafted") and k != "window_drafted"]

@@ -85,7 +85,39 @@ def test_rest_errors(store, tmp_path):
     with pytest.raises(GooseError, match="python -m baselines.rest build"):
         RestDrafter(datastore=str(tmp_path / "none"))
     with pytest.raises(GooseError, match="tokenizer"):
-        RestDrafter(datastore=str(store)).check_tokenizer("another")
+        RestDrafter(datastore=str(store)).bind_tokenizer(OtherVocab(), "tiny")
+
+
+class OtherVocab:
+    def get_vocab(self):
+        return {"a": 0, "b": 1}
+
+
+def test_rest_builds_its_offline_default_once_on_first_use(tiny, prompts, tmp_path, monkeypatch, capsys):
+    """method=rest without a datastore built: the default one is built with the model's tokenizer, by
+    one of two runs starting together (the other waits and uses it); another datastore must exist."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import baselines.rest as rest
+    from goose.tiny import byte_tokenizer
+
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(rest, "FIRST_USE_TOKENS", 4000)
+    folder = rest.default_folder("tiny")
+    pair = [RestDrafter(datastore=str(folder)) for _ in range(2)]  # nothing to refuse before the tokenizer is known
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda d: d.bind_tokenizer(byte_tokenizer(), "tiny"), pair))
+    out = capsys.readouterr().out
+    assert out.count("building REST's offline datastore once") == 1 and str(folder) in out
+    meta = pair[0].store.meta
+    assert meta["corpus"] == "stdlib" and meta["tokens"] == 4000 and pair[1].store.meta == meta
+    assert sorted(p.name for p in folder.parent.iterdir()) == [".tiny-stdlib.lock", "tiny-stdlib"]  # nothing aside
+    engine = Engine(tiny)
+    assert generate(engine, prompts[0], pair[0], 24).tokens == hf_greedy(tiny, prompts[0], 24)
+    RestDrafter(datastore=str(folder)).bind_tokenizer(byte_tokenizer(), "tiny")  # built: used as is
+    assert "building" not in capsys.readouterr().out
+    with pytest.raises(GooseError, match="not this model's offline default"):
+        RestDrafter(datastore=str(rest.default_folder("other"))).bind_tokenizer(byte_tokenizer(), "tiny")
 
 
 def test_lookahead_and_rest_are_lossless_on_tiny_model(tiny, prompts, store):

@@ -11,6 +11,8 @@ from goose.drafter import Drafter
 from goose.engine import Engine
 from goose.sampling import Sampling
 
+BONUS = "bonus"
+
 
 @dataclass
 class Generation:
@@ -22,6 +24,9 @@ class Generation:
     overhead_s: float = 0.0  # engine work around the forward: mask, top-k, walk, compaction
     draft_s: float = 0.0  # drafter work: propose + accepted (harvest, bookkeeping)
     stats: dict = field(default_factory=dict)
+    # Per token, where it came from: a draft source of the drafter (GOOSE: spine, branch) or "bonus",
+    # the target's own token after the accepted path (the prefill's first token too).
+    origins: list[str] = field(default_factory=list)
 
     @property
     def tau(self) -> float:
@@ -65,7 +70,7 @@ def generate(
     out, done = commit([pre.bonus], max_new_tokens, stop_ids)
     context = list(prompt) + out
     drafter.start(context, pre)
-    gen = Generation(tokens=out, steps=1, wall_s=0.0)
+    gen = Generation(tokens=out, steps=1, wall_s=0.0, origins=[BONUS] * len(out))
     profile = engine.profile
     while not done:
         t1 = time.perf_counter() if profile else 0.0
@@ -80,6 +85,7 @@ def generate(
         new = [draft.tokens[i] for i in res.path[1:]]
         new.append(res.bonus)
         new, done = commit(new, max_new_tokens - len(out), stop_ids)
+        gen.origins.extend([*drafter.origins(res.path), BONUS][: len(new)])
         out.extend(new)
         context.extend(new)
         t2 = time.perf_counter() if profile else 0.0

@@ -24,7 +24,7 @@ class Capabilities:
     auto_budget: bool = False  # prunes its drafts to what pays on this hardware under budget=auto
     trace: bool = False  # can record one dict per verification step (trace=true)
     memory: bool = False  # memory=run: keeps state across prompts, so a row depends on the prompts before it
-    tokenizer_bound: bool = False  # holds token ids of its own (a datastore): told the tokenizer's fingerprint
+    tokenizer_bound: bool = False  # holds token ids of its own (a datastore): handed the tokenizer (bind_tokenizer)
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,11 @@ class Drafter:
         """Per-prompt counters for the results row (plain numbers or strings)."""
         return {}
 
+    def origins(self, path: list[int]) -> list[str]:
+        """Where the accepted nodes `path[1:]` of the draft just verified came from (one source name
+        each), told before `accepted`; tree drafters name their node sources."""
+        return ["draft"] * (len(path) - 1)
+
     # --- optional parts, offered through `capabilities` ----------------------------------
     def enable_auto_budget(self, auto) -> None:
         """budget=auto: an `AutoBudget` that prunes every draft (capabilities.auto_budget)."""
@@ -112,8 +117,9 @@ class Drafter:
         """The steps recorded since the last call, and start a new record."""
         return []
 
-    def check_tokenizer(self, fingerprint: str) -> None:
-        """Drafters with token data of their own refuse another vocabulary (capabilities.tokenizer_bound)."""
+    def bind_tokenizer(self, tokenizer, model_name: str) -> None:
+        """Once the model is loaded (capabilities.tokenizer_bound): a drafter with token data of its own
+        refuses another vocabulary, or builds its default data with this tokenizer on first use."""
 
     def save_memory(self):
         """memory=run: a copy of what is kept across prompts, taken before a prompt so that its timed

@@ -14,8 +14,7 @@ from goose.budget import Budget
 from goose.drafter import NO_MEMORY, Drafter, budget_field, check_memory, has_field, memory_label
 from goose.errors import GooseError, MissingLibrary
 from goose.metrics import FIXED
-
-CONF = Path(__file__).resolve().parents[2] / "conf"
+from goose.paths import CONF
 
 
 def search_path_override(search_path: list[str] | tuple[str, ...]) -> list[str]:
@@ -158,14 +157,15 @@ def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: l
     return out
 
 
-def arm(built: dict[str, tuple[Drafter, Budget]], cost, tokenizer_fingerprint: str) -> dict[str, Drafter]:
-    """Once the model is loaded: the tokenizer check, and the cost curve (`cost()`) for budget=auto."""
+def arm(built: dict[str, tuple[Drafter, Budget]], cost, tokenizer, model_name: str) -> dict[str, Drafter]:
+    """Once the model is loaded: the tokenizer for drafters bound to one (REST's datastore: checked, or
+    built on first use), and the cost curve (`cost()`) for budget=auto."""
     from goose.budget import AutoBudget
 
     out = {}
     for spec, (drafter, budget) in built.items():
         if drafter.capabilities.tokenizer_bound:
-            drafter.check_tokenizer(tokenizer_fingerprint)
+            drafter.bind_tokenizer(tokenizer, model_name)
         if budget.auto:
             drafter.enable_auto_budget(AutoBudget(cost()))
         out[spec] = drafter

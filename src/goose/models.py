@@ -27,6 +27,7 @@ import torch
 
 from goose.errors import GooseError
 from goose.fingerprints import digest, file_fingerprint, folder_fingerprint
+from goose.paths import CONF
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -194,7 +195,7 @@ def model_folder(cfg, identity: ModelIdentity | None = None) -> str:
     return str(converted_gguf(Path(ident.where))) if ident.kind == "gguf" else ident.where
 
 
-MODEL_CONFIGS = Path(__file__).resolve().parents[2] / "conf" / "model"
+MODEL_CONFIGS = CONF / "model"
 
 
 def model_config_names() -> list[str]:

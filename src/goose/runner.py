@@ -23,7 +23,7 @@ from goose.fingerprints import prompts_fingerprint
 from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
 from goose.methods import budget_label, make_drafter
 from goose.metrics import summarize
-from goose.models import ModelIdentity, identify_model, load_model, stop_ids, tokenizer_fingerprint
+from goose.models import ModelIdentity, identify_model, load_model, stop_ids
 from goose.records import environment, print_summary, row_for, run_name, write_summary_csv, write_trace
 from goose.results import ReferenceStore, ResultsFile, RunLock, TimingStore
 from goose.run_folder import (
@@ -117,7 +117,7 @@ def load_engine(cfg: DictConfig, drafter: Drafter, budget: Budget, identity: Mod
     model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype, identity)
     engine = Engine(model, profile=cfg.profile)
     if drafter.capabilities.tokenizer_bound:
-        drafter.check_tokenizer(tokenizer_fingerprint(tok))
+        drafter.bind_tokenizer(tok, cfg.model.name)  # REST names its default datastore by model config
     if budget.auto:
         drafter.enable_auto_budget(AutoBudget(cost_curve(engine, identity, device, dtype)))
     return engine, model, tok, device, dtype

@@ -215,6 +215,9 @@ class TreeDrafter(Drafter):
         if saved is not None:
             self.harvester.restore(saved)
 
+    def origins(self, path: list[int]) -> list[str]:
+        return [self.proposed.source[i].name for i in path[1:]]
+
     def step_info(self, nodes: TreeNodes, path: list[int]) -> dict:
         """A subclass's own per-step numbers (counted in its stats, written to the trace)."""
         return {}

@@ -1,0 +1,71 @@
+"""`python run.py --help`: every config group and setting with the one-line explanation its YAML
+comments carry, rendered into Hydra's help template (conf/hydra/help/goose.yaml) by a resolver."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from goose.paths import CONF
+
+GROUPS = ("model", "method", "benchmark", "logging")
+KEY = re.compile(r"^(\w+):\s*(.*?)\s*(?:#\s*(.*))?$")
+MORE = re.compile(r"^\s+#\s*(.*)$")
+
+
+def first_comment(path: Path) -> str:
+    """The first sentence of the file's leading comment (Hydra directives left out)."""
+    text = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if not line.startswith("# @package"):
+            text.append(line.lstrip("# ").strip())
+    joined = " ".join(text)
+    end = joined.find(". ")
+    return joined[: end + 1] if end >= 0 else joined
+
+
+def settings(config: Path) -> list[tuple[str, str, str]]:
+    """(key, default, explanation) of each top-level setting in config.yaml, in file order; a comment
+    line indented under a key continues its explanation."""
+    out: list[tuple[str, str, str]] = []
+    for line in config.read_text().splitlines():
+        m = KEY.match(line)
+        if m and m.group(1) not in ("defaults", "hydra"):
+            out.append((m.group(1), m.group(2), m.group(3) or ""))
+        elif (c := MORE.match(line)) and out and line.startswith(" " * 10):
+            key, default, text = out[-1]
+            out[-1] = (key, default, f"{text} {c.group(1)}".strip())
+        elif m:
+            out.append(("", "", ""))  # defaults / hydra: blocks end the settings they follow
+    return [s for s in out if s[0]]
+
+
+def _wrap(text: str, indent: int, width: int = 110) -> str:
+    """`text` wrapped to `width` columns, its first line to follow an `indent`-wide label."""
+    import textwrap
+
+    pad = " " * indent
+    return textwrap.fill(text, width, initial_indent=pad, subsequent_indent=pad)[indent:] if text else ""
+
+
+def render(conf: Path = CONF) -> str:
+    lines = ["== Config groups (group=option) =="]
+    for group in GROUPS:
+        lines.append(f"{group}:")
+        for p in sorted((conf / group).glob("*.yaml")):
+            lines.append(f"  {p.stem:<26}" + _wrap(first_comment(p), 28))
+    experiments = sorted({p.stem.rsplit("-", 1)[0] for p in (conf / "experiment").glob("*.yaml")})
+    lines.append(f"+experiment=NAME-local|NAME-paper (with -m; see the Makefile's reproduce-* targets): "
+                 f"{', '.join(experiments)}")
+    lines += ["", "== Settings (key=value; default in parentheses) =="]
+    for key, default, text in settings(conf / "config.yaml"):
+        lines.append(f"  {key + ' (' + default + ')':<34}" + _wrap(text, 36))
+    return "\n".join(lines).replace("$", "$$")  # Hydra's template is a string.Template
+
+
+def register() -> None:
+    OmegaConf.register_new_resolver("goose_help", render, replace=True)
