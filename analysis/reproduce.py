@@ -1,6 +1,7 @@
 """Regenerate paper artifacts from result CSVs into one folder.
 
     python analysis/reproduce.py table2 [figure1 ...] --results results --out results/artifacts [--wandb offline]
+    python analysis/reproduce.py equality --a RUN_FOLDER --b RUN_FOLDER     (exit 1 unless identical)
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from goose.tracking import Tracker  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("artifacts", nargs="+", choices=[*ARTIFACTS, "all"])
+    ap.add_argument("artifacts", nargs="+", choices=[*ARTIFACTS, "all", "equality"])
+    ap.add_argument("--a", help="equality: the first run folder")
+    ap.add_argument("--b", help="equality: the second run folder")
     ap.add_argument("--results", default="results")
     ap.add_argument("--out", default="results/artifacts")
     ap.add_argument("--wandb", choices=["offline", "online", "disabled"], default=os.environ.get("WANDB_MODE",
@@ -28,6 +31,14 @@ def main() -> None:
                     "(offline needs no network: `wandb sync <out>/wandb/offline-run-*` uploads it later)")
     ap.add_argument("--wandb-project", default="goose")
     args = ap.parse_args()
+    if "equality" in args.artifacts:
+        if args.artifacts != ["equality"] or not (args.a and args.b):
+            ap.error("equality compares two run folders: equality --a DIR --b DIR (and nothing else)")
+        from analysis.equality import compare
+
+        report, same = compare(Path(args.a), Path(args.b))
+        print(report)
+        sys.exit(0 if same else 1)
     df = load_rows(args.results)
     names = ARTIFACTS if "all" in args.artifacts else args.artifacts
     out = Path(args.out)

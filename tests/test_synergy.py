@@ -113,3 +113,4 @@ def test_reproduce_writes_tables_and_figures_and_logs_them_to_wandb(results, tmp
     assert (out / "synergy_figure.png").stat().st_size > 10_000
     runs = list((out / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 1 and runs[0].stat().st_size > 1000
+

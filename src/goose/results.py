@@ -36,6 +36,38 @@ def sharded(root: Path, key: str, suffix: str) -> Path:
     return Path(root) / key[:2] / f"{key}{suffix}"
 
 
+class OutputsFile:
+    """<run folder>/outputs.jsonl: what each row generated, as token ids and the text of each token
+    (the equality report compares two runs question by question). Written just before its row, so
+    every row has one; a line repeated by an interrupted run is superseded by the later one."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        _repair_tail(self.path)
+
+    def append(self, prompt_id: str, config_hash: str, tokens: list[int], pieces: list[str]) -> None:
+        record = {"prompt_id": prompt_id, "config_hash": config_hash, "tokens": tokens, "pieces": pieces}
+        append_text(self.path, json.dumps(record, ensure_ascii=False) + "\n", sync=True)
+
+    def read(self) -> dict[str, dict]:
+        """prompt id -> its latest record."""
+        if not self.path.exists():
+            return {}
+        with open(self.path, encoding="utf-8") as f:
+            return {r["prompt_id"]: r for r in map(json.loads, filter(str.strip, f))}
+
+
+def token_pieces(tokenizer, tokens: list[int]) -> list[str]:
+    """The text each token adds (prefixes decoded, so a character split over tokens lands on the token
+    that completes it); the pieces join to the decoded text."""
+    pieces, done = [], ""
+    for i in range(len(tokens)):
+        upto = tokenizer.decode(tokens[: i + 1], skip_special_tokens=True)
+        pieces.append(upto[len(done):] if upto.startswith(done) else upto)
+        done = upto
+    return pieces
+
+
 class ResultsFile:
     """One CSV, one row per prompt. Each row is written with a single append + fsync."""
 

@@ -25,7 +25,7 @@ from goose.methods import budget_label, make_drafter
 from goose.metrics import summarize
 from goose.models import ModelIdentity, identify_model, load_model, stop_ids
 from goose.records import environment, print_summary, row_for, run_name, write_summary_csv, write_trace
-from goose.results import ReferenceStore, ResultsFile, RunLock, TimingStore
+from goose.results import OutputsFile, ReferenceStore, ResultsFile, RunLock, TimingStore, token_pieces
 from goose.run_folder import (
     Interrupted,
     RunIdentity,
@@ -160,6 +160,7 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
     tracker = Tracker(w.mode, w.project, run_name(cfg, ident.model.label), f"{ident.model.label}/{cfg.benchmark.name}",
                       OmegaConf.to_container(cfg, resolve=True), run_dir, w.get("entity"))
     logged = []
+    outputs = OutputsFile(run_dir / "outputs.jsonl")
     order = prompts if drafter.capabilities.memory else todo
     if len(order) > len(todo):
         print(f"[goose] memory=run: decoding the {len(order) - len(todo)} finished prompt(s) again, untimed, to "
@@ -185,6 +186,7 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
                     # sampling, HF's loop and cache with our noise added to its scores).
                     m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops, sampling)
                 row = row_for(cfg, rid, ids, m, env, ident)
+                outputs.append(rid, ident.config_hash, m.gen.tokens, token_pieces(tok, m.gen.tokens))
                 results.append(row)
                 tracker.log_prompt(len(logged), row)
                 logged.append(row)

@@ -1,0 +1,73 @@
+"""Per-question equality of two runs: every question compared token by token, missing and extra
+questions listed, the first divergence shown as text (never cut at the shorter output).
+
+    python analysis/reproduce.py equality --a RUN_FOLDER --b RUN_FOLDER
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from goose.metrics import first_divergence
+from goose.results import OutputsFile
+
+CONTEXT = 40  # characters shown before and after a divergence
+
+
+def outputs_of(folder: Path) -> tuple[Path, dict[str, dict]]:
+    """The outputs.jsonl of a run folder (or of the one run folder below `folder`)."""
+    folder = Path(folder)
+    found = [folder / "outputs.jsonl"] if (folder / "outputs.jsonl").is_file() else \
+        sorted(folder.rglob("outputs.jsonl"))
+    if not found:
+        raise SystemExit(f"equality: no outputs.jsonl in or under {folder} (runs write one per run folder; "
+                         "folders written before outputs were kept cannot be compared)")
+    if len(found) > 1:
+        raise SystemExit(f"equality: {folder} holds {len(found)} runs; name one run folder:\n  "
+                         + "\n  ".join(str(p.parent) for p in found))
+    return found[0].parent, OutputsFile(found[0]).read()
+
+
+def _describe(run: Path) -> str:
+    cfg = run / "config.yaml"
+    if not cfg.is_file():
+        return str(run)
+    from omegaconf import OmegaConf
+
+    c = OmegaConf.to_container(OmegaConf.load(cfg))
+    return f"{run} ({c.get('method', {}).get('name')}, B={c.get('budget')}, {c.get('benchmark', {}).get('name')})"
+
+
+def _show(pieces: list[str], start: int) -> str:
+    text = "".join(pieces[start:])[:CONTEXT]
+    return json.dumps(text, ensure_ascii=False) if text else "(ends here)"
+
+
+def compare(a: Path, b: Path) -> tuple[str, bool]:
+    """(a markdown report, whether the runs are identical question for question)."""
+    run_a, out_a = outputs_of(a)
+    run_b, out_b = outputs_of(b)
+    common = [q for q in out_a if q in out_b]
+    only_a = [q for q in out_a if q not in out_b]
+    only_b = [q for q in out_b if q not in out_a]
+    differ = []
+    for q in common:
+        ta, tb = out_a[q]["tokens"], out_b[q]["tokens"]
+        i = first_divergence(ta, tb)
+        if i is not None:
+            pa, pb = out_a[q]["pieces"], out_b[q]["pieces"]
+            before = "".join(pa[:i])[-CONTEXT:]
+            differ.append((q, len(ta), len(tb), i, json.dumps(before, ensure_ascii=False), _show(pa, i), _show(pb, i)))
+    lines = [f"# Equality, question by question\n\nA: {_describe(run_a)}\nB: {_describe(run_b)}\n",
+             f"- compared {len(common)} question(s) present in both: {len(common) - len(differ)} identical, "
+             f"{len(differ)} differ",
+             f"- in A only ({len(only_a)}): {', '.join(only_a) or '-'}",
+             f"- in B only ({len(only_b)}): {', '.join(only_b) or '-'}"]
+    if differ:
+        lines += ["", "| question | tokens A | tokens B | first divergence (token) | text before | A from there | "
+                  "B from there |", "|---|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |" for row in differ]
+    same = not differ and not only_a and not only_b
+    lines += ["", "EQUAL: every question identical, none missing" if same else "NOT EQUAL"]
+    return "\n".join(lines) + "\n", same
