@@ -47,6 +47,12 @@ RUN_SETTINGS = ["repeats", "warmup", "speedup_reference", "profile"]
 SAMPLING = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0}
 
 
+# Read as text, never as numbers: a hash like 6e6088296560 would parse as inf (and two such configurations
+# would merge), an id like 007 would lose its zeros.
+TEXT_COLUMNS = {c: str for c in ("config_hash", "prompt_id", "model_fingerprint", "prompts_fingerprint",
+                                 "reference_key", "sweep_id", "ar_sweep_id", "host", "ar_host")}
+
+
 def load_rows(root: str | Path) -> pd.DataFrame:
     """Every results.csv under `root`. Rows are kept apart by what they were measured on: a model is
     named by what it is and, where one name covers several models, dtypes or devices, by what
@@ -57,7 +63,7 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     if not files:
         raise SystemExit(f"no results.csv under {root}: run the experiment first")
     # A row without a config hash (written by an old version) is known only by the file it is in.
-    df = pd.concat([pd.read_csv(f).assign(_file=str(f), references_dir=str(_references_of(f, root)))
+    df = pd.concat([pd.read_csv(f, dtype=TEXT_COLUMNS).assign(_file=str(f), references_dir=str(_references_of(f, root)))
                     for f in files], ignore_index=True)
     for c, default in SAMPLING.items():
         df[c] = pd.to_numeric(df[c], errors="coerce").fillna(default) if c in df else default
@@ -372,9 +378,15 @@ def _base(method: str) -> str:
     return method.split(" ")[0]
 
 
-def _matched(cell: pd.DataFrame, methods: tuple[str, ...]) -> tuple[dict[str, pd.DataFrame], str]:
-    """Each method's rows in one cell, or why they cannot be compared: a method missing, or runs over
-    different prompts (a shorter run is not a smaller sample of the same thing)."""
+# What makes GOOSE's single sources what they are: every other hyperparameter must match GOOSE's.
+OWN_SWITCHES = ("method.drafter._target_", "method.drafter.context_spine")
+
+
+def _matched(cell: pd.DataFrame, methods: tuple[str, ...], same_drafter: bool = False
+             ) -> tuple[dict[str, pd.DataFrame], str]:
+    """Each method's rows in one cell, or why they cannot be compared: a method missing, runs over
+    different prompts (a shorter run is not a smaller sample of the same thing) or, with
+    `same_drafter`, GOOSE and its sources run with different hyperparameters."""
     found = {m: cell[cell.method == m] for m in methods}
     missing = [m for m, g in found.items() if g.empty]
     if missing:
@@ -383,6 +395,11 @@ def _matched(cell: pd.DataFrame, methods: tuple[str, ...]) -> tuple[dict[str, pd
     if len(set(ids.values())) > 1:
         counts = ", ".join(f"{m} {len(v)}" for m, v in ids.items())
         return found, f"different prompts ({counts}): rerun them with the same n_prompts"
+    if same_drafter:
+        differ = [c for c in cell if c.startswith("method.drafter.") and c not in OWN_SWITCHES
+                  and len({_text(v) for g in found.values() for v in g[c].unique()}) > 1]
+        if differ:
+            return found, f"different hyperparameters ({', '.join(differ)}): not the same budget and sources"
     return found, ""
 
 
@@ -401,21 +418,24 @@ def _refused(where: dict, why: str) -> dict:
     return {**where, "not compared": why}
 
 
-def _gain(found: dict[str, pd.DataFrame], others: tuple[str, ...]) -> dict:
-    """GOOSE's tau over the best of `others` on the same prompts, and whether it is at least each."""
+def _gain(found: dict[str, pd.DataFrame], others: tuple[str, ...], alert: bool = True) -> dict:
+    """GOOSE's tau over the best of `others` on the same prompts, and whether it is at least each
+    (`alert`: a shortfall breaks a claim and is set in bold)."""
     tau = {m: pooled(g)["tau"] for m, g in found.items()}
     best = max(others, key=tau.get)
     low = [f"GOOSE {tau['goose']:.3f} < {m} {tau[m]:.3f}" for m in others if tau["goose"] < tau[m]]
+    verdict = (f"{ALERT}: " if alert else "below: ") + "; ".join(low) if low else "holds"
     return {"prompts": len(found["goose"]), **{f"tau {m}": tau[m] for m in found},
             "best single source": best, "gain %": (tau["goose"] / tau[best] - 1) * 100,
             "gain (tau points)": tau["goose"] - tau[best],
-            "GOOSE >= each": f"{ALERT}: {'; '.join(low)}" if low else "holds",
+            "GOOSE >= each": verdict,
             **{f"nodes/verify {m}": _width(g) for m, g in found.items()}}
 
 
-def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...], row) -> pd.DataFrame:
-    """One row per benchmark of every group that has GOOSE, then one pooling the benchmarks whose
-    runs could be compared; `row(found)` computes a compared row."""
+def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...], row,
+                   same_drafter: bool = False) -> pd.DataFrame:
+    """One row per benchmark of every group that has GOOSE, then one ("all compared") pooling the
+    benchmarks whose runs could be compared; `row(found)` computes a compared row."""
     rows = []
     for key, g in df[df.method.isin(methods)].groupby(group):
         if "goose" not in set(g.method):
@@ -423,7 +443,7 @@ def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...],
         where = dict(zip(group, key if isinstance(key, tuple) else (key,)))
         fine = []
         for bench, cell in g.groupby("benchmark"):
-            found, why = _matched(cell, methods)
+            found, why = _matched(cell, methods, same_drafter)
             if why:
                 rows.append(_refused({**where, "benchmark": bench}, why))
                 continue
@@ -431,7 +451,7 @@ def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...],
             rows.append({**where, "benchmark": bench, **row(found)})
         if len(fine) > 1:
             together = {m: pd.concat([f[m] for f in fine]) for m in methods}
-            rows.append({**where, "benchmark": "all", **row(together)})
+            rows.append({**where, "benchmark": "all compared", **row(together)})
     if not rows:
         raise SystemExit(f"no GOOSE runs beside {', '.join(methods[1:])}: run `make reproduce-synergy` first")
     t = pd.DataFrame(rows)
@@ -452,7 +472,7 @@ def synergy(df: pd.DataFrame) -> pd.DataFrame:
         return {**_gain(found, SINGLE_SOURCES), "paper gain %": band, "spine-break rescue (tau points)": rescue}
 
     return _per_benchmark(df.assign(budget=df.budget.astype(str)), ["model", "budget", "memory"],
-                          ("goose", *SINGLE_SOURCES), row).round(3)
+                          ("goose", *SINGLE_SOURCES), row, same_drafter=True).round(3)
 
 
 def synergy_published(df: pd.DataFrame) -> pd.DataFrame:
@@ -465,7 +485,7 @@ def synergy_published(df: pd.DataFrame) -> pd.DataFrame:
     for (model, budget), g in goose.groupby(["model", "budget"]):
         peers = df[(df.model == model) & df.method.isin(PUBLISHED)]
         part = _per_benchmark(pd.concat([g, peers]), ["model"], ("goose", *PUBLISHED),
-                              lambda found: _gain(found, PUBLISHED))
+                              lambda found: _gain(found, PUBLISHED, alert=False))
         rows.append(part.assign(budget=budget))
     t = pd.concat(rows, ignore_index=True)
     t = t[["model", "budget", *[c for c in t if c not in ("model", "budget")]]]
@@ -690,8 +710,10 @@ TABLES = {
                  "(greedy tau - 1)); lossless = rows token-identical to AR with the same settings and seed", sampling),
     "sampling_outputs": ("Sampling: prompts whose AR-sampled tokens differ from greedy and between seeds",
                          sampling_outputs),
-    "synergy": ("Synergy at equal budget: GOOSE vs its two sources, each given GOOSE's whole budget (spine-only: "
-                "the context-match chain; branches-only: the adjacency tree), same prompts and memory mode; gain = "
+    "synergy": ("Synergy at equal budget: GOOSE vs its two sources with GOOSE's budget and hyperparameters "
+                "(spine-only: the context-match chain over up to B + floor(c * 40) nodes, as GOOSE has at "
+                "confidence c; branches-only: the adjacency tree over B nodes, as GOOSE without a spine), same "
+                "prompts and memory mode; gain = "
                 "GOOSE tau / best single source - 1; GOOSE >= each is the paper's non-degradation (P4); spine-break "
                 "rescue = tokens accepted after the spine broke, per forward", synergy),
     "synergy_published": ("GOOSE vs PLD and Token Recycling as published (not equal budget: PLD drafts a 10-token "

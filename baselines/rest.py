@@ -164,8 +164,16 @@ class RestDrafter(TreeDrafter):
         if built != fingerprint:
             raise GooseError(
                 f"REST datastore {self.store.folder} was built with tokenizer {self.store.meta.get('tokenizer')} "
-                f"({built}); this model's tokenizer differs ({fingerprint}). Rebuild it with --model for this model."
+                f"({built}); this model's tokenizer differs ({fingerprint}). Build one for this model into a folder "
+                "of its own (python -m baselines.rest build --model ... --out DIR) and run with "
+                "method.drafter.datastore=DIR."
             )
+
+    def stats(self) -> dict:
+        # What the rows were measured with: the datastore's size and, for stdlib, the Python it came from.
+        meta = self.store.meta if self.store is not None else {}
+        return {**super().stats(), "datastore_tokens": meta.get("tokens", ""),
+                "datastore_python": meta.get("python", "")}
 
     def propose(self, context: list[int]):
         p = self.config
@@ -224,21 +232,45 @@ def default_folder(model_name: str, corpus: str = "stdlib") -> Path:
 FIRST_USE_TOKENS = 3_000_000
 
 
+def _same(a: Path, b: Path) -> bool:
+    return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
 def first_use(folder: Path) -> bool:
     """An offline default datastore not built yet (an unfinished build leaves no meta.json)."""
-    return folder.parent == default_folder("-").parent and folder.name.endswith("-stdlib") and \
-        not (folder / "meta.json").is_file()
+    return _same(Path(folder).parent, default_folder("-").parent) and Path(folder).name.endswith("-stdlib") and \
+        not (Path(folder) / "meta.json").is_file()
 
 
 def build_default(folder: Path, tokenizer, model_name: str) -> Path:
-    """Build the offline default datastore for this model once: one builder at a time (an OS lock; a
-    second process waits and then uses it), written aside and moved into place when complete."""
+    """Build the offline default datastore for this model once (see `build_aside`)."""
+    if not _same(folder, default_folder(model_name)):
+        raise GooseError(f"no REST datastore at {folder}: it is not this model's offline default "
+                         f"({default_folder(model_name)}). Build it: python -m baselines.rest build --model ... "
+                         f"--out {folder}")
+
+    def missing(out: Path) -> dict | None:
+        if (folder / "meta.json").is_file():
+            return None  # another process built it while this one waited
+        print(f"[goose] building REST's offline datastore once ({FIRST_USE_TOKENS:,} tokens of Python's standard "
+              f"library, {model_name}'s tokenizer); cached in {folder}", flush=True)
+        return build(tokenizer, model_name, "stdlib", out, None, FIRST_USE_TOKENS, progress=True)
+
+    meta = build_aside(folder, missing)
+    if meta:
+        print(f"[goose] REST datastore ready: {meta['tokens']:,} tokens from {meta['documents']} files "
+              f"({meta['build_s']} s)", flush=True)
+    return folder
+
+
+def build_aside(folder: Path, make) -> dict | None:
+    """Run `make(aside)` (which writes a datastore into `aside` and returns its meta, or None to skip)
+    holding an OS lock on the folder (a second builder waits, then sees the first one's result), and
+    move the result into place only when complete: an interrupted build never looks finished."""
     import fcntl
     import shutil
 
-    if folder != default_folder(model_name):
-        raise GooseError(f"no REST datastore at {folder}: it is not this model's offline default "
-                         f"({default_folder(model_name)}). Build it: python -m baselines.rest build --model ...")
+    folder = Path(folder).expanduser()
     folder.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder.parent / f".{folder.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -247,21 +279,19 @@ def build_default(folder: Path, tokenizer, model_name: str) -> Path:
         except BlockingIOError:
             print(f"[goose] another process is building the REST datastore {folder}: waiting for it", flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
-        if not (folder / "meta.json").is_file():
-            print(f"[goose] building REST's offline datastore once ({FIRST_USE_TOKENS:,} tokens of Python's standard "
-                  f"library, {model_name}'s tokenizer); cached in {folder}", flush=True)
-            aside = folder.parent / f".{folder.name}.building-{os.getpid()}"
-            try:
-                meta = build(tokenizer, model_name, "stdlib", aside, None, FIRST_USE_TOKENS, progress=True)
-                shutil.rmtree(folder, ignore_errors=True)  # what an interrupted older build left
+        for stale in folder.parent.glob(f".{folder.name}.building-*"):  # left by a killed build
+            shutil.rmtree(stale, ignore_errors=True)
+        aside = folder.parent / f".{folder.name}.building-{os.getpid()}"
+        try:
+            meta = make(aside)
+            if meta is not None:
+                shutil.rmtree(folder, ignore_errors=True)
                 os.replace(aside, folder)
-            finally:
-                shutil.rmtree(aside, ignore_errors=True)
-            print(f"[goose] REST datastore ready: {meta['tokens']:,} tokens from {meta['documents']} files "
-                  f"({meta['build_s']} s)", flush=True)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
     finally:
         os.close(fd)  # releases the lock
-    return folder
+    return meta
 
 
 def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int | None, max_tokens: int,
@@ -307,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--corpus", default="stdlib")
     b.add_argument("--out", default=None, help="default: ~/.cache/goose/datastores/<model>-<corpus>")
     b.add_argument("--max-files", type=int, default=None)
-    b.add_argument("--max-tokens", type=int, default=20_000_000, help=f"REST's offline default (built on first "
-                   f"use): {FIRST_USE_TOKENS:,}")
+    b.add_argument("--max-tokens", type=int, default=None, help=f"default: {FIRST_USE_TOKENS:,} for stdlib (what "
+                   "method=rest builds on first use), 20,000,000 otherwise")
     args = ap.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -318,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = model_config(args.model, args.model_path)
         tok = AutoTokenizer.from_pretrained(model_folder(cfg))
         out = Path(args.out) if args.out else default_folder(cfg.name, args.corpus)
-        meta = build(tok, cfg.name, args.corpus, out, args.max_files, args.max_tokens, progress=True)
+        size = args.max_tokens or (FIRST_USE_TOKENS if args.corpus == "stdlib" else 20_000_000)
+        meta = build_aside(out, lambda aside: build(tok, cfg.name, args.corpus, aside, args.max_files, size,
+                                                    progress=True))
     except GooseError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -229,3 +229,17 @@ def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
     assert "tau all" in pd.read_csv(tmp_path / "art" / "all_methods.csv") and \
         pd.read_csv(tmp_path / "art" / "all_methods.csv")["tau all"].tolist() == [pytest.approx(256 / 80, abs=1e-3)]
     assert make("sampling_figure", df, tmp_path / "art")[0].exists()
+
+
+def test_hashes_and_ids_that_look_like_numbers_stay_text(tmp_path):
+    """A config hash of digits and one 'e' parses as a float (inf) unless read as text: two such
+    configurations would then merge and one's rows vanish; a prompt id like 007 would lose its zeros."""
+    for method, chash in (("goose", "6e6088296560"), ("pld", "1e1234567890")):
+        f = ResultsFile(tmp_path / "m" / "gsm8k" / method / "B60" / "results.csv")
+        for pid in ("007", "7"):
+            f.append({"model": "m", "benchmark": "gsm8k", "method": method, "budget": 60, "prompt_id": pid,
+                      "new_tokens": 128, "steps": 32, "tau": 4.0, "wall_s": 1.0, "tokens_per_s": 128,
+                      "lossless": True, "config_hash": chash, **SAME_RUN})
+    df = load_rows(tmp_path)
+    assert len(df) == 4 and set(df.config_hash) == {"6e6088296560", "1e1234567890"}
+    assert sorted(df.prompt_id.unique()) == ["007", "7"]

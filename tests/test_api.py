@@ -28,6 +28,8 @@ def test_load_says_what_it_loaded_and_refuses_what_it_cannot(tiny_folder, capsys
     assert m.stop_ids == {257} and m.identity.kind == "hf"  # the tokenizer's EOS
     with pytest.raises(GooseError, match="not a model config .*not an existing file or folder"):
         goose.load("no-such-model")
+    with pytest.raises(GooseError, match="pass its path"):
+        goose.load("hf")
 
 
 def test_generate_any_prompt_form_equals_ar_and_hf(model):
@@ -37,7 +39,7 @@ def test_generate_any_prompt_form_equals_ar_and_hf(model):
             for p in (TEXT, ids, torch.tensor(ids), torch.tensor([ids]))]
     for out in outs:
         assert out.tokens == ref and out.method == "goose"
-        assert out.text == model.tokenizer.decode(ref, skip_special_tokens=True)
+        assert out.text == model.tokenizer.decode(ref, skip_special_tokens=True) == "".join(out.pieces)
         assert len(out.origins) == len(out.tokens) and sum(out.from_source.values()) == len(out.tokens)
         assert set(out.origins) <= {"bonus", "spine", "branch"}
         # one bonus per forward, but the last one's may fall past max_new_tokens
@@ -45,10 +47,19 @@ def test_generate_any_prompt_form_equals_ar_and_hf(model):
         assert out.tau == pytest.approx(len(out.tokens) / out.steps)
     assert goose.generate(model, ids, method="ar", max_new_tokens=40).tokens == ref
     assert len(outs[0].origins) - outs[0].from_source["bonus"] > 0, "the repetitive prompt should land drafts"
+    import numpy as np
+
+    assert goose.generate(model, np.array(ids), method="goose", budget=16, max_new_tokens=40).tokens == ref
     for bad, msg in (([[1, 2]], "list of token ids"), (torch.zeros(2, 3, dtype=torch.long), "1-D"),
-                     ([1, 99999], "outside this model's vocabulary"), (3.5, "got float")):
+                     (torch.zeros(3), "must be integers"), ([1, 99999], "outside this model's vocabulary"),
+                     (3.5, "got float")):
         with pytest.raises(GooseError, match=msg):
             goose.generate(model, bad, max_new_tokens=4)
+    for kwargs, msg in ((dict(method="goose@30"), "budget=..."), (dict(memory="run"), "same instance"),
+                        (dict(budget="lots"), "budget"), (dict(budget=2000), "budget=2000 is too large"),
+                        (dict(max_new_tokens=True), "max_new_tokens")):
+        with pytest.raises(GooseError, match=msg):
+            goose.generate(model, ids, **{"max_new_tokens": 4, **kwargs})
 
 
 def test_eos_stops_by_default_and_a_drafter_instance_works(model):
@@ -80,17 +91,27 @@ def test_sampling_through_the_api_matches_ar_sampling(model):
         assert goose.generate(model, ids, method=method, max_new_tokens=24, temperature=0.8, seed=3).tokens == ar.tokens
 
 
-class Letters:
-    def decode(self, ids, skip_special_tokens=True):
-        return "".join(chr(97 + i) for i in ids)
-
-
 def test_marked_text_shows_each_run_of_drafted_tokens_by_source():
-    tokens = [0, 1, 2, 3, 4, 5, 6]
+    pieces = list("abcdefg")
     origins = ["bonus", "spine", "spine", "branch", "bonus", "ngram", "bonus"]
-    assert goose.marked(Letters(), tokens, origins, colour=False) == "a[bc]{d}e<f>g"
-    coloured = goose.marked(Letters(), tokens, origins, colour=True)
+    assert goose.marked(pieces, origins, colour=False) == "a[bc]{d}e<f>g"
+    coloured = goose.marked(pieces, origins, colour=True)
     assert "\033[32mbc\033[0m" in coloured and "\033[33md\033[0m" in coloured
+
+
+def test_a_character_split_over_tokens_belongs_to_the_token_that_completes_it(model):
+    """Byte-level tokens: the two bytes of "é" are two tokens; the pieces still join to the text and
+    the marks never cut the character in half."""
+    from goose.results import token_pieces
+
+    ids = model.tokenizer("café ok").input_ids
+    assert len(ids) == 8  # c a f, two bytes of é, space o k
+    pieces = token_pieces(model.tokenizer, ids)
+    assert "".join(pieces) == "café ok" and pieces[3:5] == ["", "é"]
+    for at in (3, 4):
+        origins = ["bonus"] * 8
+        origins[at] = "spine"
+        assert goose.marked(pieces, origins, colour=False) == ("café ok" if at == 3 else "caf[é] ok")
 
 
 def test_demo_prints_the_comparison_from_the_rows_and_a_marked_answer(tiny_folder, prompt_file, tmp_path, capsys):
@@ -107,6 +128,14 @@ def test_demo_prints_the_comparison_from_the_rows_and_a_marked_answer(tiny_folde
     assert len(list(tmp_path.glob("*/jsonl/ar/*/results.csv"))) == 1
     assert len(list(tmp_path.glob("*/jsonl/goose/Bauto-*/results.csv"))) == 1
     assert "GOOSE's answer to p0" in out and "unmarked: the target's own token (bonus)" in out
+    # the AR column is the AR timing each GOOSE row's speedup divides by
+    import csv
+
+    rows = list(csv.DictReader(open(next(tmp_path.glob("*/jsonl/goose/Bauto-*/results.csv")))))
+    for r, line in zip(rows, table.splitlines()[2:4]):
+        assert line.split()[1] == f"{float(r['ar_tokens_per_s']):.1f}"
+    with pytest.raises(GooseError, match="the demo compares GOOSE"):
+        main(["method=pld"])
 
 
 def test_help_explains_every_setting_and_group():

@@ -24,7 +24,7 @@ SOURCES = {"goose": {"spine": (100, 30), "branch": (900, 18)}, "spine-only": {"s
 WIDTH = {"goose": 58.0, "spine-only": 21.5, "branches-only": 60.0, "pld": 9.0, "tr": 81.0}
 
 
-def write(root, bench, method, steps, prompts=4, budget=None, memory=None):
+def write(root, bench, method, steps, prompts=4, budget=None, memory=None, **extra):
     budget = budget or BUDGET.get(method, "60")
     memory = memory or MEMORY.get(method, "prompt")
     f = ResultsFile(root / "m" / bench / method / f"B{budget}-M{memory}" / "results.csv")
@@ -36,7 +36,7 @@ def write(root, bench, method, steps, prompts=4, budget=None, memory=None):
                   "prompt_id": str(i), "new_tokens": 128, "steps": steps, "tau": 128 / steps, "wall_s": 1.0,
                   "tokens_per_s": 128.0, "lossless": True, "config_hash": f"{method}-{bench}-{budget}-{memory}",
                   "mean_width": WIDTH[method], "max_width": int(WIDTH[method]) + 5,
-                  "continuation_tokens": 6 if method == "goose" else 0, **counts})
+                  "continuation_tokens": 6 if method == "goose" else 0, **counts, **extra})
 
 
 @pytest.fixture
@@ -56,8 +56,8 @@ def test_gain_is_goose_over_the_better_source_and_violations_are_marked(results,
     assert gs["gain %"] == pytest.approx((40 / 50 - 1) * 100, abs=1e-3)  # -20%: GOOSE below spine-only
     assert gs["GOOSE >= each"] == "VIOLATED: GOOSE 2.560 < spine-only 3.200"
     # pooled over both benchmarks: sum of tokens over sum of forwards, per method
-    assert t.loc["all", "tau goose"] == pytest.approx(1024 / (4 * 32 + 4 * 50), abs=1e-3)
-    assert t.loc["all", "gain %"] == pytest.approx((80 / 82 - 1) * 100, abs=1e-3)
+    assert t.loc["all compared", "tau goose"] == pytest.approx(1024 / (4 * 32 + 4 * 50), abs=1e-3)
+    assert t.loc["all compared", "gain %"] == pytest.approx((80 / 82 - 1) * 100, abs=1e-3)
     assert he["spine-break rescue (tau points)"] == pytest.approx(6 / 32, abs=1e-3)
     assert he["nodes/verify spine-only"] == "21.5 (max 26)"
     md, tex, _ = make("synergy", load_rows(results), tmp_path / "out")
@@ -85,12 +85,24 @@ def test_mismatched_prompts_memory_or_budget_are_refused_not_compared(results, c
     assert "not compared: model=m, budget=60, memory=prompt, benchmark=gsm8k" in capsys.readouterr().out
 
 
+def test_sources_run_with_other_hyperparameters_are_refused(tmp_path):
+    for method, ext in (("goose", 40), ("spine-only", 0), ("branches-only", 40)):
+        write(tmp_path, "gsm8k", method, STEPS[("gsm8k", method)], **{"method.drafter.extension": ext,
+              "method.drafter._target_": method, "method.drafter.context_spine": method != "branches-only"})
+    t = synergy(load_rows(tmp_path))
+    assert t["not compared"].tolist() == ["different hyperparameters (method.drafter.extension): not the same "
+                                          "budget and sources"]
+
+
 def test_published_comparison_and_source_gap(results):
     df = load_rows(results)
     pub = synergy_published(df).set_index("benchmark")
     assert pub.loc["humaneval", "best published"] == "tr"
     assert pub.loc["humaneval", "gain vs best published %"] == pytest.approx((45 / 32 - 1) * 100, abs=1e-3)
     assert pub.loc["humaneval", "nodes/verify tr"] == "81.0 (max 86)"
+    # below a published method is shown, not flagged: P4 is about GOOSE's own sources at equal budget
+    slow = synergy_published(df.assign(steps=df.steps.where(df.method != "tr", 20))).set_index("benchmark")
+    assert slow.loc["gsm8k", "GOOSE >= each"] == "below: GOOSE 2.560 < tr 6.400"
     gap = source_gap(df).set_index("benchmark")
     pld_tr = "standalone PLD vs TR (as published)"
     assert gap.loc["gsm8k", f"{pld_tr}: context"] == pytest.approx(50 / 200)

@@ -11,10 +11,12 @@ settings and seed), as every run of run.py does.
 
 from __future__ import annotations
 
+import numbers
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -24,8 +26,9 @@ from goose.decode import generate as decode
 from goose.drafter import Drafter
 from goose.engine import Engine
 from goose.errors import GooseError
-from goose.inputs import DRAFT_EXTRA
+from goose.inputs import check_length
 from goose.models import ModelIdentity, identify_model, load_model, model_config, model_config_names, stop_ids
+from goose.results import token_pieces
 from goose.sampling import Sampling
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -58,7 +61,12 @@ def _model_config(name: str):
     or Hugging Face folder, else a hub repo id."""
     from omegaconf import OmegaConf
 
-    if name in model_config_names() and name not in ("hf", "gguf"):
+    if name in ("hf", "gguf"):
+        what = "a local Hugging Face folder" if name == "hf" else "a GGUF file"
+        raise GooseError(f"'{name}' is the config for {what}: pass its path, goose.load('/path/to/it').")
+    if not name.strip():
+        raise GooseError("goose.load: give a model config name, a local path or a hub id (got an empty string).")
+    if name in model_config_names():
         return model_config(name), f"model config '{name}'"
     path = Path(name).expanduser()
     if path.is_file():
@@ -94,6 +102,7 @@ class Output:
 
     text: str
     tokens: list[int]
+    pieces: list[str]  # per token, the text it adds (they join to `text`)
     origins: list[str]  # per token: a draft source (GOOSE: spine, branch) or "bonus" (the target's own)
     method: str
     tau: float  # tokens per target forward, prefill included
@@ -101,6 +110,10 @@ class Output:
     tokens_per_s: float
     wall_s: float
     stats: dict  # the drafter's counters: drafted and accepted nodes per source, routes, ...
+
+    def marked(self, colour: bool | None = None) -> str:
+        """The text with each drafted token marked by its source (see `marked`)."""
+        return marked(self.pieces, self.origins, colour)
 
     @property
     def from_source(self) -> dict[str, int]:
@@ -116,14 +129,19 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
 
     if isinstance(prompt, str):
         return build_input(model.tokenizer, [], prompt, chat_template)
-    if isinstance(prompt, torch.Tensor):
-        if prompt.dim() == 2 and prompt.shape[0] == 1:
+    if isinstance(prompt, torch.Tensor) or type(prompt).__module__ == "numpy":
+        shape = tuple(prompt.shape)
+        if len(shape) == 2 and shape[0] == 1:
             prompt = prompt[0]
-        if prompt.dim() != 1:
-            raise GooseError(f"prompt: a tensor of token ids must be 1-D (or 1 x n); got shape {tuple(prompt.shape)}.")
+            shape = shape[1:]
+        if len(shape) != 1:
+            raise GooseError(f"prompt: an array of token ids must be 1-D (or 1 x n); got shape {shape}.")
+        if "int" not in str(prompt.dtype):
+            raise GooseError(f"prompt: token ids must be integers; got an array of {prompt.dtype}.")
         prompt = prompt.tolist()
-    if isinstance(prompt, (list, tuple)) and prompt and all(isinstance(t, int) and not isinstance(t, bool)
-                                                             for t in prompt):
+    if isinstance(prompt, (list, tuple)) and all(isinstance(t, numbers.Integral) and not isinstance(t, bool)
+                                                 for t in prompt) and prompt:
+        prompt = [int(t) for t in prompt]
         vocab = model.hf.config.vocab_size
         bad = [t for t in prompt if not 0 <= t < vocab]
         if bad:
@@ -138,12 +156,17 @@ def make_method(model: Model, method: str | Drafter, budget: int | str = 60, mem
     a drafter instance (its own Config holds its budget; budget="auto" arms pruning on it)."""
     from goose.methods import load_method, make_drafter
 
+    Budget.parse(budget)  # a bad budget is refused whatever the method
     if isinstance(method, Drafter):
         drafter = method
         auto = str(budget) == "auto"
     else:
-        known = model.config_name if model.config_name in model_config_names() else "smollm2-135m"
-        method_cfg, b, mem = load_method(f"{method}@{budget}" + (f":{memory}" if memory else ""), model=known)
+        # A model loaded by hub id has no config of its own: compose as `hf` under its name (REST's default
+        # datastore is named after the model config).
+        known = model.config_name in model_config_names()
+        method_cfg, b, mem = load_method(f"{method}@{budget}" + (f":{memory}" if memory else ""),
+                                         model=model.config_name if known else "hf",
+                                         extra=[] if known else [f"model.name={model.config_name}"])
         drafter = make_drafter(method_cfg, b, mem)[0]
         auto = b.auto
     if drafter.capabilities.tokenizer_bound:
@@ -163,20 +186,25 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     "goose", "pld", "tr", "ar", or a Drafter instance). Stops at the tokenizer's EOS (unless
     stop_at_eos=False) and after max_new_tokens. temperature > 0 samples exactly: the tokens AR
     sampling gives with the same seed."""
-    if not (isinstance(max_new_tokens, int) and max_new_tokens >= 1):
+    if not (isinstance(max_new_tokens, int) and not isinstance(max_new_tokens, bool) and max_new_tokens >= 1):
         raise GooseError(f"max_new_tokens must be an integer >= 1 (got {max_new_tokens!r}).")
+    if isinstance(method, str) and "@" in method:
+        raise GooseError(f"method={method!r}: give the budget as budget=..., e.g. method='goose', budget=30.")
+    if memory == "run" and not isinstance(method, Drafter):
+        raise GooseError("memory='run' keeps a drafter's state across prompts, but a method name builds a new "
+                         "drafter every call: build one (goose.make_method(model, 'goose', memory='run')) and pass "
+                         "the same instance to every generate call.")
     sampling = Sampling(temperature, top_k, top_p, seed)
-    nodes = Budget.parse(budget).nodes if not isinstance(method, Drafter) else 1
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
-    limit = model.engine.max_positions
-    if limit is not None and len(ids) + max_new_tokens + nodes + DRAFT_EXTRA > limit:
-        raise GooseError(f"the prompt has {len(ids)} tokens; with max_new_tokens={max_new_tokens} and drafts it "
-                         f"exceeds the model's context of {limit}. Lower max_new_tokens or shorten the prompt.")
+    nodes = getattr(drafter.config, "budget", 1)
+    check_length("the prompt", len(ids), model.engine.max_positions,
+                 SimpleNamespace(budget=budget, max_new_tokens=max_new_tokens), nodes)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
                  None if sampling.greedy else sampling)
-    return Output(text=model.tokenizer.decode(gen.tokens, skip_special_tokens=True), tokens=gen.tokens,
-                  origins=gen.origins, method=drafter.name, tau=gen.tau, steps=gen.steps,
+    pieces = token_pieces(model.tokenizer, gen.tokens)
+    return Output(text="".join(pieces), tokens=gen.tokens, pieces=pieces, origins=gen.origins,
+                  method=method if isinstance(method, str) else type(method).__name__, tau=gen.tau, steps=gen.steps,
                   tokens_per_s=gen.tokens_per_s, wall_s=gen.wall_s, stats=gen.stats)
 
 
@@ -186,19 +214,17 @@ PLAIN = {"spine": ("[", "]"), "branch": ("{", "}")}  # other draft sources: < >
 RESET = "\033[0m"
 
 
-def marked(tokenizer, tokens: list[int], origins: list[str], colour: bool | None = None) -> str:
-    """The text with each run of drafted tokens marked by source: colours on a terminal, else
-    [spine] {branch} <other draft source>; the target's own (bonus) tokens unmarked."""
+def marked(pieces: list[str], origins: list[str], colour: bool | None = None) -> str:
+    """The text (`pieces`: the text each token settles, see goose.results.token_pieces) with each run
+    of drafted tokens marked by source: colours on a terminal, else [spine] {branch} <other draft
+    source>; the target's own (bonus) tokens unmarked."""
     colour = sys.stdout.isatty() if colour is None else colour
-    out, i, done = [], 0, ""
-    while i < len(tokens):
+    out, i = [], 0
+    while i < len(pieces):
         j = i
-        while j < len(tokens) and origins[j] == origins[i]:
+        while j < len(pieces) and origins[j] == origins[i]:
             j += 1
-        # Decode prefixes, not pieces: a piece alone may lose a leading space or half a character.
-        upto = tokenizer.decode(tokens[:j], skip_special_tokens=True)
-        text, done = upto[len(done):], upto
-        src = origins[i]
+        text, src = "".join(pieces[i:j]), origins[i]
         if src == BONUS or not text:
             out.append(text)
         elif colour:
@@ -219,4 +245,5 @@ def legend(sources: list[str], colour: bool | None = None) -> str:
         else:
             left, right = PLAIN.get(s, ("<", ">"))
             parts.append(f"{left}{s}{right}")
-    return "drafted by " + ", ".join(parts) + "; unmarked: the target's own token (bonus)"
+    drafted = f"drafted by {', '.join(parts)}; " if parts else "nothing drafted was accepted; "
+    return drafted + "unmarked: the target's own token (bonus)"

@@ -1,9 +1,9 @@
 """`python run.py` without arguments (and `make demo`): what the project is for, in a few minutes.
 
 GOOSE with budget=auto against AR on the first prompts of the default benchmark, in one sweep: each
-method's rows go to its own run folder as usual (GOOSE's speedups use the AR timings this sweep
-took), the comparison is printed from those rows, then one answer with every drafted token marked
-by the source that proposed it.
+method's rows go to its own run folder as usual (GOOSE's rows carry the AR timing of their prompt
+taken in this sweep), the comparison is printed from those rows, then one answer from GOOSE's run
+folder with every drafted token marked by the source that proposed it.
 """
 
 from __future__ import annotations
@@ -13,48 +13,62 @@ import time
 import uuid
 from pathlib import Path
 
-from goose.api import legend, load_config, make_method, marked
+from goose.api import legend, marked
 from goose.benchmarks import load_prompts
-from goose.decode import BONUS, generate
-from goose.inputs import build_input, select
+from goose.decode import BONUS
+from goose.errors import GooseError
+from goose.inputs import select, turns_of
 from goose.methods import compose_config
-from goose.results import ResultsFile
-from goose.runner import run
+from goose.results import OutputsFile, ResultsFile
+from goose.runner import Interrupted, run
 
 SETTINGS = ["n_prompts=5", "max_new_tokens=128", "speedup_reference=cached"]
 METHODS = (("ar", "60"), ("goose", "auto"))
+FIXED = ("method", "budget", "prompt", "prompt_file", "speedup_reference")  # what the demo is about
 
 
-def rows_of(summary: dict) -> dict[str, dict]:
-    rows = ResultsFile(Path(summary["run_dir"]) / "results.csv").rows()
-    return {r["prompt_id"]: r for r in rows if r.get("config_hash") == summary["config_hash"]}
+def rows_of(summary: dict, ids: list[str]) -> dict[str, dict]:
+    """The run's rows for `ids` (the prompts asked for now, in order)."""
+    rows = {r["prompt_id"]: r for r in ResultsFile(Path(summary["run_dir"]) / "results.csv").rows()
+            if r.get("config_hash") == summary["config_hash"]}
+    return {i: rows[i] for i in ids if i in rows}
 
 
-def comparison(ar: dict[str, dict], goose: dict[str, dict]) -> list[str]:
-    """Per prompt and pooled: tokens/s of both, GOOSE's tau, speedup and losslessness, from the rows."""
-    lines = [f"{'prompt':<16}{'AR tok/s':>10}{'GOOSE tok/s':>13}{'tau':>7}{'speedup':>9}  lossless",
-             "-" * 65]
-    both = [p for p in goose if p in ar]
-    for p in both:
-        a, g = ar[p], goose[p]
-        speed = f"{float(g['speedup']):.2f}x" if g.get("speedup") not in ("", None) else "-"
-        lines.append(f"{p:<16}{float(a['tokens_per_s']):>10.1f}{float(g['tokens_per_s']):>13.1f}"
-                     f"{float(g['tau']):>7.2f}{speed:>9}  {'yes' if str(g['lossless']) == 'True' else 'NO'}")
-    tok = sum(int(goose[p]["new_tokens"]) for p in both)
-    ar_wall = sum(float(ar[p]["wall_s"]) for p in both)
-    g_wall = sum(float(goose[p]["wall_s"]) for p in both)
-    steps = sum(int(goose[p]["steps"]) for p in both)
-    timed = [p for p in both if goose[p].get("ar_wall_s") not in ("", None)]
-    speedup = (sum(float(goose[p]["ar_wall_s"]) for p in timed) / sum(float(goose[p]["wall_s"]) for p in timed)
-               if timed else None)
-    ok = sum(str(goose[p]["lossless"]) == "True" for p in both)
-    lines += ["-" * 65,
-              f"{'pooled':<16}{sum(int(ar[p]['new_tokens']) for p in both) / ar_wall:>10.1f}{tok / g_wall:>13.1f}"
-              f"{tok / steps:>7.2f}{f'{speedup:.2f}x' if speedup else '-':>9}  {ok}/{len(both)}"]
+def _f(row: dict, key: str) -> float | None:
+    v = row.get(key)
+    return float(v) if v not in ("", None) else None
+
+
+def comparison(goose: dict[str, dict]) -> list[str]:
+    """Per prompt and pooled, from GOOSE's rows: AR's tokens/s (the AR timing of that prompt the row's
+    speedup divides by), GOOSE's tokens/s, tau, speedup and whether its tokens equal AR's."""
+    width = 65
+    lines = [f"{'prompt':<16}{'AR tok/s':>10}{'GOOSE tok/s':>13}{'tau':>7}{'speedup':>9}  lossless", "-" * width]
+    for p, g in goose.items():
+        ar, sp = _f(g, "ar_tokens_per_s"), _f(g, "speedup")
+        lines.append(f"{p:<16}{f'{ar:.1f}' if ar else '-':>10}{float(g['tokens_per_s']):>13.1f}"
+                     f"{float(g['tau']):>7.2f}{f'{sp:.2f}x' if sp else '-':>9}  "
+                     f"{'yes' if str(g['lossless']) == 'True' else 'NO'}")
+    rows = list(goose.values())
+    tokens = sum(int(g["new_tokens"]) for g in rows)
+    timed = [g for g in rows if _f(g, "ar_wall_s")]
+    ar_wall = sum(_f(g, "ar_wall_s") for g in timed)
+    t_tokens = sum(int(g["new_tokens"]) for g in timed)
+    speedup = ar_wall / sum(float(g["wall_s"]) for g in timed) if timed else None
+    ok = sum(str(g["lossless"]) == "True" for g in rows)
+    lines += ["-" * width,
+              f"{'pooled':<16}{f'{t_tokens / ar_wall:.1f}' if timed else '-':>10}"
+              f"{tokens / sum(float(g['wall_s']) for g in rows):>13.1f}"
+              f"{tokens / sum(int(g['steps']) for g in rows):>7.2f}{f'{speedup:.2f}x' if speedup else '-':>9}"
+              f"  {ok}/{len(rows)}"]
     return lines
 
 
 def main(extra: list[str] | tuple[str, ...] = ()) -> int:
+    fixed = [o for o in extra if o.lstrip("+~").split("=")[0] in FIXED]
+    if fixed:
+        raise GooseError(f"the demo compares GOOSE (budget=auto) with AR; {', '.join(fixed)} is not for it. Run "
+                         "`python run.py method=... budget=...` for other methods.")
     sweep = f"demo-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"  # GOOSE reuses AR's timings of it
     summaries, cfg = {}, None
     for method, budget in METHODS:
@@ -62,30 +76,46 @@ def main(extra: list[str] | tuple[str, ...] = ()) -> int:
         print(f"\n== {method} (budget={budget}) on the first {cfg.n_prompts} prompts of {cfg.benchmark.name}",
               flush=True)
         summaries[method] = run(cfg, sweep)
-    ar, goose = rows_of(summaries["ar"]), rows_of(summaries["goose"])
+    prompts = select(load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path")), cfg.n_prompts)
+    ids = [rid for p in prompts for rid, _ in turns_of(p)]
+    goose = rows_of(summaries["goose"], ids)
     first = next(iter(goose.values()))
-    print(f"\nGOOSE (budget=auto) vs AR: {cfg.benchmark.name}, {first['model']}, {cfg.max_new_tokens} new tokens, "
-          f"{first['device']} {first['dtype']}, {first['threads']} thread(s); tau = tokens per target forward; "
-          "speedup = AR wall time / GOOSE wall time, AR timed in this sweep\n")
-    print("\n".join(comparison(ar, goose)))
+    sampled = f", temperature {cfg.temperature}" if cfg.temperature else ""
+    print(f"\nGOOSE (budget=auto) vs AR: {cfg.benchmark.name}, {first['model']}, {cfg.max_new_tokens} new tokens"
+          f"{sampled}, {first['device']} {first['dtype']}, {first['threads']} thread(s). tau = tokens per target "
+          "forward; speedup = AR wall time / GOOSE wall time on the same prompt; lossless = GOOSE's tokens equal "
+          "AR's\n")
+    print("\n".join(comparison(goose)))
+    older = [p for p, g in goose.items() if g.get("sweep_id") != sweep]
+    if older:
+        print(f"\n{len(older)} of {len(goose)} GOOSE row(s) were kept from an earlier run (resumed), with the timings "
+              "taken then; use another results_dir=... to time everything afresh.")
     print(f"\nrows: {summaries['ar']['run_dir']} (AR), {summaries['goose']['run_dir']} (GOOSE)")
-    show_answer(cfg)
+    show_answer(Path(summaries["goose"]["run_dir"]), ids[0])
     return 0
 
 
-def show_answer(cfg) -> None:
-    """Decode the first prompt with GOOSE once more (the same tokens as its row) and print the answer
-    with each drafted token marked by its source."""
-    model = load_config(cfg.model, cfg.device, cfg.dtype)
-    prompt = select(load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path")), 1)[0]
-    ids = build_input(model.tokenizer, [], prompt.text, cfg.chat_template)
-    gen = generate(model.engine, ids, make_method(model, "goose", "auto"), cfg.max_new_tokens, model.stop_ids)
-    counts = {s: gen.origins.count(s) for s in dict.fromkeys(gen.origins)}
+def show_answer(run_dir: Path, prompt_id: str) -> None:
+    """GOOSE's answer to one prompt, as its run folder kept it, each drafted token marked by source."""
+    record = OutputsFile(run_dir / "outputs.jsonl").read().get(prompt_id)
+    if not record or "origins" not in record:
+        print(f"\n(no stored answer with token origins for {prompt_id} in {run_dir}: the row is from a version "
+              "that did not keep them; use another results_dir=... to decode afresh)")
+        return
+    origins = record["origins"]
+    counts = {s: origins.count(s) for s in dict.fromkeys(origins)}
     shown = ", ".join(f"{n} from {s}" for s, n in counts.items())
-    print(f"\nGOOSE's answer to {prompt.id} ({len(gen.tokens)} tokens in {gen.steps} forwards: {shown})")
+    print(f"\nGOOSE's answer to {prompt_id} ({len(origins)} tokens: {shown})")
     print(legend([s for s in counts if s != BONUS]) + "\n")
-    print(marked(model.tokenizer, gen.tokens, gen.origins))
+    print(marked(record["pieces"], origins))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except GooseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Interrupted as e:
+        print(f"\n{e}", file=sys.stderr)
+        sys.exit(130)

@@ -56,7 +56,7 @@ def render(conf: Path = CONF) -> str:
     lines = ["== Config groups (group=option) =="]
     for group in GROUPS:
         lines.append(f"{group}:")
-        for p in sorted((conf / group).glob("*.yaml")):
+        for p in sorted((conf / group).glob("*.yaml"), key=lambda p: p.stem):
             lines.append(f"  {p.stem:<26}" + _wrap(first_comment(p), 28))
     experiments = sorted({p.stem.rsplit("-", 1)[0] for p in (conf / "experiment").glob("*.yaml")})
     lines.append(f"+experiment=NAME-local|NAME-paper (with -m; see the Makefile's reproduce-* targets): "
@@ -64,6 +64,14 @@ def render(conf: Path = CONF) -> str:
     lines += ["", "== Settings (key=value; default in parentheses) =="]
     for key, default, text in settings(conf / "config.yaml"):
         lines.append(f"  {key + ' (' + default + ')':<34}" + _wrap(text, 36))
+    lines += [f"  {'method.drafter.KEY=VALUE':<34}" + _wrap("a method's hyperparameter (its Config dataclass: "
+                                                             "names, defaults and checks)", 36),
+              f"  {'logging.wandb.mode, .project':<34}" + _wrap("W&B: offline (default), online, disabled; "
+                                                                      "WANDB_MODE sets the mode", 36),
+              f"  {'hydra.searchpath=[file:///DIR]':<34}" + _wrap("more configs (e.g. DIR/method/mine.yaml and "
+                                                                   "its drafter's .py beside it)", 36),
+              "", "Environment: GOOSE_CACHE (converted models, datastores, cost curves; default ~/.cache/goose), "
+              "GOOSE_DATA_DIR (offline benchmark copies), HF_HUB_OFFLINE=1 (no hub access)."]
     return "\n".join(lines).replace("$", "$$")  # Hydra's template is a string.Template
 
 

@@ -37,16 +37,19 @@ def sharded(root: Path, key: str, suffix: str) -> Path:
 
 
 class OutputsFile:
-    """<run folder>/outputs.jsonl: what each row generated, as token ids and the text of each token
-    (the equality report compares two runs question by question). Written just before its row, so
-    every row has one; a line repeated by an interrupted run is superseded by the later one."""
+    """<run folder>/outputs.jsonl: what each row generated, as token ids, the text of each token and
+    where each came from (a draft source or "bonus"); the equality report and the demo read it.
+    Written just before its row, so every row has one; a line repeated by an interrupted run is
+    superseded by the later one."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         _repair_tail(self.path)
 
-    def append(self, prompt_id: str, config_hash: str, tokens: list[int], pieces: list[str]) -> None:
-        record = {"prompt_id": prompt_id, "config_hash": config_hash, "tokens": tokens, "pieces": pieces}
+    def append(self, prompt_id: str, config_hash: str, tokens: list[int], pieces: list[str],
+               origins: list[str]) -> None:
+        record = {"prompt_id": prompt_id, "config_hash": config_hash, "tokens": tokens, "pieces": pieces,
+                  "origins": origins}
         append_text(self.path, json.dumps(record, ensure_ascii=False) + "\n", sync=True)
 
     def read(self) -> dict[str, dict]:
@@ -58,13 +61,21 @@ class OutputsFile:
 
 
 def token_pieces(tokenizer, tokens: list[int]) -> list[str]:
-    """The text each token adds (prefixes decoded, so a character split over tokens lands on the token
-    that completes it); the pieces join to the decoded text."""
-    pieces, done = [], ""
+    """The text each token settles: the pieces join to the decoded text exactly. A character split
+    over several tokens (bytes of a UTF-8 character) belongs to the token that completes it."""
+    final = tokenizer.decode(tokens, skip_special_tokens=True)
+    pieces, settled = [], 0
     for i in range(len(tokens)):
         upto = tokenizer.decode(tokens[: i + 1], skip_special_tokens=True)
-        pieces.append(upto[len(done):] if upto.startswith(done) else upto)
-        done = upto
+        if final.startswith(upto):
+            k = len(upto)
+        else:  # ends in a partial character (or the tokenizer rewrote earlier text): keep what agrees
+            k = next((j for j, (x, y) in enumerate(zip(upto, final)) if x != y), min(len(upto), len(final)))
+        k = max(k, settled)
+        pieces.append(final[settled:k])
+        settled = k
+    if pieces:
+        pieces[-1] += final[settled:]
     return pieces
 
 

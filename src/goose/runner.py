@@ -186,7 +186,7 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
                     # sampling, HF's loop and cache with our noise added to its scores).
                     m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops, sampling)
                 row = row_for(cfg, rid, ids, m, env, ident)
-                outputs.append(rid, ident.config_hash, m.gen.tokens, token_pieces(tok, m.gen.tokens))
+                outputs.append(rid, ident.config_hash, m.gen.tokens, token_pieces(tok, m.gen.tokens), m.gen.origins)
                 results.append(row)
                 tracker.log_prompt(len(logged), row)
                 logged.append(row)
