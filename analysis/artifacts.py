@@ -213,6 +213,12 @@ def table2(df: pd.DataFrame) -> pd.DataFrame:
 METHOD_ORDER = ["ar", "pld", "tr", "lookahead", "rest", "iso3", "iso5", "suffix-chain", "suffix", "goose",
                 "goose-suffix"]  # then ablations, others
 CONFIG = ["model", "method", "budget", "memory"]  # one row of the all-methods tables per configuration
+_RANK = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
+
+
+def method_rank(method: str) -> int:
+    """Where a method goes in tables and legends: the order above, ablations next, others last."""
+    return _RANK.get(method.split(" ")[0], len(_RANK))
 
 
 def all_methods(df: pd.DataFrame) -> pd.DataFrame:
@@ -227,8 +233,7 @@ def all_methods(df: pd.DataFrame) -> pd.DataFrame:
     wide.columns = [f"{v} {b}" for v, b in wide.columns]
     wide = wide.dropna(axis=1, how="all").reset_index()
     wide = wide.merge(t[t.benchmark == "all"][[*CONFIG, "lossless"]], on=CONFIG, how="left")
-    rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
-    wide["_order"] = [rank.get(m.split(" ")[0], len(rank)) for m in wide.method]
+    wide["_order"] = wide.method.map(method_rank)
     wide["_auto"] = wide.budget.eq("auto")
     keys = ["model", "_order", "method", "_auto", "budget", "memory"]
     return wide.sort_values(keys).drop(columns=["_order", "_auto"]).reset_index(drop=True).round(3)
@@ -289,8 +294,7 @@ def sampling(df: pd.DataFrame) -> pd.DataFrame:
     for c in present:
         wide[f"lossless {c}"] = ok[c]
     wide = wide.reset_index()
-    rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
-    wide["_order"] = [rank.get(m.split(" ")[0], len(rank)) for m in wide.method]
+    wide["_order"] = wide.method.map(method_rank)
     wide["_all"] = wide.benchmark.eq("all")
     sort = ["model", "_order", "method", "budget", "memory", "_all", "benchmark"]
     return wide.sort_values(sort).drop(columns=["_order", "_all"]).reset_index(drop=True).round(3)
@@ -341,9 +345,8 @@ def plot_sampling(df: pd.DataFrame):
     df, _ = _with_settings(df)
     t = by(df, [*CONFIG, *SAMPLING])
     fig, ax = plt.subplots(figsize=(8, 5))
-    rank = {m: i for i, m in enumerate([*METHOD_ORDER, *ABLATIONS])}
     configs = sorted(t[CONFIG].drop_duplicates().itertuples(index=False),
-                     key=lambda c: (rank.get(c.method.split(" ")[0], len(rank)), c.method, c.budget, c.memory))
+                     key=lambda c: (method_rank(c.method), c.method, c.budget, c.memory))
     cuts = t[t.temperature > 0][["top_k", "top_p"]].drop_duplicates().itertuples(index=False)
     cuts = list(cuts)
     for c in configs:

@@ -130,7 +130,7 @@ def test_a_repeated_row_of_one_configuration_is_counted_once(results, tmp_path):
     f.append({**first, "steps": 1})  # the same prompt of the same configuration again
     df = load_rows(copy)
     assert len(df) == len(load_rows(results))
-    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.budget == 60) & (df.prompt_id == 0)]
+    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.budget == 60) & (df.prompt_id == "0")]
     assert sel.steps.tolist() == [1]
 
 
