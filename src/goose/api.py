@@ -210,14 +210,16 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
 
 # --- showing where tokens came from --------------------------------------------------------
 COLOURS = {"spine": "\033[32m", "branch": "\033[33m"}  # green, yellow; other draft sources: cyan
-PLAIN = {"spine": ("[", "]"), "branch": ("{", "}")}  # other draft sources: < >
+# Brackets that code rarely contains: [ ] and { } would blur into the text they mark.
+PLAIN = {"spine": ("⟦", "⟧"), "branch": ("⟨", "⟩")}  # other draft sources: ⟪ ⟫
+OTHER = ("⟪", "⟫")
 RESET = "\033[0m"
 
 
 def marked(pieces: list[str], origins: list[str], colour: bool | None = None) -> str:
     """The text (`pieces`: the text each token settles, see goose.results.token_pieces) with each run
-    of drafted tokens marked by source: colours on a terminal, else [spine] {branch} <other draft
-    source>; the target's own (bonus) tokens unmarked."""
+    of drafted tokens marked by source: colours on a terminal, else ⟦spine⟧ ⟨branch⟩ ⟪other draft
+    source⟫; the target's own (bonus) tokens unmarked."""
     colour = sys.stdout.isatty() if colour is None else colour
     out, i = [], 0
     while i < len(pieces):
@@ -230,7 +232,7 @@ def marked(pieces: list[str], origins: list[str], colour: bool | None = None) ->
         elif colour:
             out.append(f"{COLOURS.get(src, chr(27) + '[36m')}{text}{RESET}")
         else:
-            left, right = PLAIN.get(src, ("<", ">"))
+            left, right = PLAIN.get(src, OTHER)
             out.append(f"{left}{text}{right}")
         i = j
     return "".join(out)
@@ -243,7 +245,7 @@ def legend(sources: list[str], colour: bool | None = None) -> str:
         if colour:
             parts.append(f"{COLOURS.get(s, chr(27) + '[36m')}{s}{RESET}")
         else:
-            left, right = PLAIN.get(s, ("<", ">"))
+            left, right = PLAIN.get(s, OTHER)
             parts.append(f"{left}{s}{right}")
     drafted = f"drafted by {', '.join(parts)}; " if parts else "nothing drafted was accepted; "
     return drafted + "unmarked: the target's own token (bonus)"

@@ -91,18 +91,21 @@ def main(extra: list[str] | tuple[str, ...] = ()) -> int:
         print(f"\n{len(older)} of {len(goose)} GOOSE row(s) were kept from an earlier run (resumed), with the timings "
               "taken then; use another results_dir=... to time everything afresh.")
     print(f"\nrows: {summaries['ar']['run_dir']} (AR), {summaries['goose']['run_dir']} (GOOSE)")
-    show_answer(Path(summaries["goose"]["run_dir"]), ids[0])
+    show_answer(Path(summaries["goose"]["run_dir"]), ids)
     return 0
 
 
-def show_answer(run_dir: Path, prompt_id: str) -> None:
-    """GOOSE's answer to one prompt, as its run folder kept it, each drafted token marked by source."""
-    record = OutputsFile(run_dir / "outputs.jsonl").read().get(prompt_id)
-    if not record or "origins" not in record:
-        print(f"\n(no stored answer with token origins for {prompt_id} in {run_dir}: the row is from a version "
-              "that did not keep them; use another results_dir=... to decode afresh)")
+def show_answer(run_dir: Path, ids: list[str]) -> None:
+    """One of GOOSE's answers, as its run folder kept it, each drafted token marked by source: the one
+    drawing on the most sources, then the one where the least used of them (bonus included) shows most."""
+    kept = OutputsFile(run_dir / "outputs.jsonl").read()
+    records = [kept[i] for i in ids if "origins" in kept.get(i, {})]
+    if not records:
+        print(f"\n(no stored answer with token origins in {run_dir}: its rows are from a version that did not "
+              "keep them; use another results_dir=... to decode afresh)")
         return
-    origins = record["origins"]
+    record = max(records, key=lambda r: (len(set(r["origins"])), min(map(r["origins"].count, set(r["origins"])))))
+    prompt_id, origins = record["prompt_id"], record["origins"]
     counts = {s: origins.count(s) for s in dict.fromkeys(origins)}
     shown = ", ".join(f"{n} from {s}" for s, n in counts.items())
     print(f"\nGOOSE's answer to {prompt_id} ({len(origins)} tokens: {shown})")
