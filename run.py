@@ -12,9 +12,8 @@ from omegaconf import DictConfig
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from goose.errors import GooseError  # noqa: E402
 from goose.help import register as register_help  # noqa: E402
-from goose.runner import Interrupted, run  # noqa: E402
+from goose.runner import exit_status, run  # noqa: E402
 
 # One id per sweep: every job of a multirun (also SLURM jobs, which inherit the environment)
 # shares it, so `speedup_reference=cached` can tell a timing of this sweep from an older one.
@@ -37,26 +36,14 @@ def main(cfg: DictConfig) -> None:
     for entry in HydraConfig.get().searchpath:
         if entry.startswith("file://"):
             sys.path.append(entry[len("file://"):])
-    try:
-        run(cfg, sweep_id)
-    except GooseError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except Interrupted as e:
-        print(f"\n{e}", file=sys.stderr)
-        sys.exit(130)
+    status = exit_status(lambda: run(cfg, sweep_id))
+    if status:  # not on success: a multirun goes on to its next job
+        sys.exit(status)
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 1:  # no arguments: the demo (GOOSE vs AR on a few prompts), see goose/demo.py
         from goose.demo import main as demo
 
-        try:
-            sys.exit(demo())
-        except GooseError as e:
-            print(f"error: {e}", file=sys.stderr)
-            sys.exit(2)
-        except Interrupted as e:
-            print(f"\n{e}", file=sys.stderr)
-            sys.exit(130)
+        sys.exit(exit_status(demo))
     main()

@@ -216,6 +216,13 @@ OTHER = ("⟪", "⟫")
 RESET = "\033[0m"
 
 
+def _mark(source: str, text: str, colour: bool) -> str:
+    if colour:
+        return f"{COLOURS.get(source, chr(27) + '[36m')}{text}{RESET}"
+    left, right = PLAIN.get(source, OTHER)
+    return f"{left}{text}{right}"
+
+
 def marked(pieces: list[str], origins: list[str], colour: bool | None = None) -> str:
     """The text (`pieces`: the text each token settles, see goose.results.token_pieces) with each run
     of drafted tokens marked by source: colours on a terminal, else ⟦spine⟧ ⟨branch⟩ ⟪other draft
@@ -227,25 +234,13 @@ def marked(pieces: list[str], origins: list[str], colour: bool | None = None) ->
         while j < len(pieces) and origins[j] == origins[i]:
             j += 1
         text, src = "".join(pieces[i:j]), origins[i]
-        if src == BONUS or not text:
-            out.append(text)
-        elif colour:
-            out.append(f"{COLOURS.get(src, chr(27) + '[36m')}{text}{RESET}")
-        else:
-            left, right = PLAIN.get(src, OTHER)
-            out.append(f"{left}{text}{right}")
+        out.append(text if src == BONUS or not text else _mark(src, text, colour))
         i = j
     return "".join(out)
 
 
 def legend(sources: list[str], colour: bool | None = None) -> str:
     colour = sys.stdout.isatty() if colour is None else colour
-    parts = []
-    for s in sources:
-        if colour:
-            parts.append(f"{COLOURS.get(s, chr(27) + '[36m')}{s}{RESET}")
-        else:
-            left, right = PLAIN.get(s, OTHER)
-            parts.append(f"{left}{s}{right}")
+    parts = [_mark(s, s, colour) for s in sources]
     drafted = f"drafted by {', '.join(parts)}; " if parts else "nothing drafted was accepted; "
     return drafted + "unmarked: the target's own token (bonus)"

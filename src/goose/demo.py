@@ -20,7 +20,7 @@ from goose.errors import GooseError
 from goose.inputs import select, turns_of
 from goose.methods import compose_config
 from goose.results import OutputsFile, ResultsFile
-from goose.runner import Interrupted, run
+from goose.runner import exit_status, run
 
 SETTINGS = ["n_prompts=5", "max_new_tokens=128", "speedup_reference=cached"]
 METHODS = (("ar", "60"), ("goose", "auto"))
@@ -114,11 +114,4 @@ def show_answer(run_dir: Path, ids: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except GooseError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except Interrupted as e:
-        print(f"\n{e}", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(exit_status(lambda: main(sys.argv[1:])))

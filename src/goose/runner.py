@@ -19,6 +19,7 @@ from goose.budget import AutoBudget, Budget, cost_curve
 from goose.decode import generate
 from goose.drafter import NO_MEMORY, Drafter, memory_label
 from goose.engine import Engine
+from goose.errors import GooseError
 from goose.fingerprints import prompts_fingerprint
 from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
 from goose.methods import budget_label, make_drafter
@@ -38,7 +39,21 @@ from goose.sampling import Sampling
 from goose.settings import config_hash, resolved_device_dtype, validate
 from goose.timing import Timer, conditions, hf_greedy, reference_key
 
-__all__ = ["Interrupted", "run"]
+__all__ = ["Interrupted", "exit_status", "run"]
+
+
+def exit_status(call) -> int:
+    """Run `call()` as a command: 0 when it finishes, 2 after printing a GooseError (`error: ...`), 130
+    after printing what an interrupted run kept."""
+    try:
+        call()
+    except GooseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Interrupted as e:
+        print(f"\n{e}", file=sys.stderr)
+        return 130
+    return 0
 
 
 def prepare(cfg: DictConfig) -> tuple[DictConfig, Drafter, Budget]:
