@@ -24,6 +24,7 @@ class Prompt:
     id: str
     text: str
     later_turns: tuple[str, ...] = ()  # multi-turn: each later prompt carries the earlier answers
+    category: str = ""  # Spec-Bench's category, MT-Bench's own (writing, ...); rows carry it
 
 
 def data_dir(configured: str | None = None) -> Path:
@@ -106,14 +107,30 @@ def _spec_bench(root: Path) -> list[dict]:
     return _jsonl(path)
 
 
-def mt_bench(root: Path) -> list[Prompt]:
-    """MT-Bench first turns: the first 80 Spec-Bench questions."""
-    return [Prompt(str(r["question_id"]), r["turns"][0]) for r in _spec_bench(root)[:80]]
+# Spec-Bench's six categories, in its order, as it names them; its file tags the 80 MT-Bench questions with
+# MT-Bench's own categories (writing, roleplay, ...), which all count as multi-turn conversation.
+SPEC_BENCH_CATEGORIES = {
+    "translation": "translation",
+    "summarization": "summarization",
+    "qa": "question answering",
+    "math_reasoning": "mathematical reasoning",
+    "rag": "retrieval-augmented generation",
+}
+MULTI_TURN = "multi-turn conversation"
+CATEGORY_ORDER = (MULTI_TURN, *SPEC_BENCH_CATEGORIES.values())
+STRATIFIED = frozenset({"spec_bench"})  # n_prompts takes the first N of each category
+
+
+def mt_bench(root: Path, turns: int = 2) -> list[Prompt]:
+    """MT-Bench: the first 80 Spec-Bench questions, with their second turn unless turns=1."""
+    return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:turns]), r.get("category", ""))
+            for r in _spec_bench(root)[:80]]
 
 
 def spec_bench(root: Path) -> list[Prompt]:
-    """All 480 Spec-Bench questions; MT-Bench's carry their second turn."""
-    return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:])) for r in _spec_bench(root)]
+    """All 480 Spec-Bench questions in its six categories; MT-Bench's carry their second turn."""
+    return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:]),
+                   SPEC_BENCH_CATEGORIES.get(r.get("category", ""), MULTI_TURN)) for r in _spec_bench(root)]
 
 
 def jsonl_file(path: str | None) -> list[Prompt]:
@@ -153,9 +170,15 @@ LOADERS: dict[str, Callable[[Path], list[Prompt]]] = {
 }
 
 
-def load_prompts(name: str, data_root: str | None = None, path: str | None = None) -> list[Prompt]:
+def load_prompts(name: str, data_root: str | None = None, path: str | None = None,
+                 turns: int | None = None) -> list[Prompt]:
+    """A benchmark's prompts. `turns` (mt_bench only): 1 = first turns, 2 (default) = both."""
     if name == "jsonl":
         return jsonl_file(path)
     if name not in LOADERS:
         raise GooseError(f"unknown benchmark '{name}'; available: {', '.join([*LOADERS, 'jsonl'])}.")
+    if name == "mt_bench":
+        if turns not in (None, 1, 2):
+            raise GooseError(f"benchmark.turns must be 1 (first turns) or 2 (both turns) (got {turns!r}).")
+        return mt_bench(data_dir(data_root), turns or 2)
     return LOADERS[name](data_dir(data_root))

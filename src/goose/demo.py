@@ -14,10 +14,9 @@ import uuid
 from pathlib import Path
 
 from goose.api import legend, marked
-from goose.benchmarks import load_prompts
 from goose.decode import BONUS
 from goose.errors import GooseError
-from goose.inputs import select, turns_of
+from goose.inputs import benchmark_prompts, turns_of
 from goose.methods import compose_config
 from goose.results import OutputsFile, ResultsFile
 from goose.runner import exit_status, run
@@ -76,7 +75,7 @@ def main(extra: list[str] | tuple[str, ...] = ()) -> int:
         print(f"\n== {method} (budget={budget}) on the first {cfg.n_prompts} prompts of {cfg.benchmark.name}",
               flush=True)
         summaries[method] = run(cfg, sweep)
-    prompts = select(load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path")), cfg.n_prompts)
+    prompts = benchmark_prompts(cfg)[1]
     ids = [rid for p in prompts for rid, _ in turns_of(p)]
     goose = rows_of(summaries["goose"], ids)
     first = next(iter(goose.values()))

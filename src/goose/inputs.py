@@ -7,14 +7,34 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from goose.benchmarks import Prompt
+from goose.benchmarks import STRATIFIED, Prompt, load_prompts
 from goose.errors import GooseError
 
 DRAFT_EXTRA = 128  # positions a draft may take beyond its budget (chain extension, long chains)
 
 
-def select(prompts: list[Prompt], n: int | None) -> list[Prompt]:
-    return prompts if n is None else prompts[:n]
+def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> list[Prompt]:
+    """The first n prompts, or with `stratified` the first n of each category (in file order), so a
+    small run covers every category."""
+    if n is None:
+        return prompts
+    if not stratified:
+        return prompts[:n]
+    taken: dict[str, int] = {}
+    out = []
+    for p in prompts:
+        if taken.get(p.category, 0) < n:
+            taken[p.category] = taken.get(p.category, 0) + 1
+            out.append(p)
+    return out
+
+
+def benchmark_prompts(cfg: DictConfig) -> tuple[list[Prompt], list[Prompt]]:
+    """(every prompt of the configured benchmark, the ones this run decodes: `n_prompts` of them, per
+    category where the benchmark is stratified)."""
+    b = cfg.benchmark
+    every = load_prompts(b.name, cfg.data_dir, b.get("path"), b.get("turns"))
+    return every, select(every, cfg.n_prompts, b.name in STRATIFIED)
 
 
 def turns_of(prompt: Prompt) -> list[tuple[str, str]]:

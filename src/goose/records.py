@@ -40,11 +40,11 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
     }
 
 
-TOP_LEVEL = ("temperature", "top_k", "top_p", "seed", "chat_template", "repeats", "warmup", "speedup_reference",
-             "profile")
+TOP_LEVEL = ("trial", "temperature", "top_k", "top_p", "seed", "chat_template", "repeats", "warmup",
+             "speedup_reference", "profile")
 
 
-def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dict:
+def row_for(cfg, rid: str, category: str, ids, m: Measured, env: dict, run: RunIdentity) -> dict:
     gen, ar = m.gen, m.ar_timing
     div = first_divergence(gen.tokens, m.ar_tokens)
     row = {
@@ -54,6 +54,7 @@ def row_for(cfg, rid: str, ids, m: Measured, env: dict, run: RunIdentity) -> dic
         "budget": cfg.budget,
         "memory": cfg.memory,
         "prompt_id": rid,
+        "category": category,
         "prompt_tokens": len(ids),
         "new_tokens": len(gen.tokens),
         "steps": gen.steps,

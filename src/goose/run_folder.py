@@ -35,9 +35,12 @@ class Interrupted(Exception):
 
 def default_run_dir(cfg: DictConfig, label: str, chash: str) -> Path:
     """<results_dir>/<model>/<benchmark>/<method>/B<budget>-M<memory>-N<max_new_tokens>[-<sampling>]-<config
-    hash> (sampling e.g. T0.7-p0.95-s0; nothing when greedy): readable, and one configuration per folder."""
+    hash> (sampling e.g. T0.7-p0.95-s0; nothing when greedy; -trial2 from the second trial on): readable, and one
+    configuration per folder."""
     safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label)
     sampled = Sampling.from_config(cfg).label()
+    trial = cfg.get("trial", 1)
+    sampled = "-".join(x for x in (sampled, f"trial{trial}" if trial != 1 else "") if x)
     return (Path(cfg.results_dir) / safe / cfg.benchmark.name / cfg.method.name
             / f"B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}{'-' + sampled if sampled else ''}-{chash}")
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from goose.benchmarks import Prompt, load_prompts
+from goose.benchmarks import Prompt
 from goose.budget import AutoBudget, Budget, cost_curve
 from goose.decode import generate
 from goose.drafter import NO_MEMORY, Drafter, memory_label
 from goose.engine import Engine
 from goose.errors import GooseError
 from goose.fingerprints import prompts_fingerprint
-from goose.inputs import build_input, check_length, select, single_prompt_text, turns_of
+from goose.inputs import benchmark_prompts, build_input, check_length, single_prompt_text, turns_of
 from goose.methods import budget_label, make_drafter
 from goose.metrics import summarize
 from goose.models import ModelIdentity, identify_model, load_model, stop_ids
@@ -84,8 +84,7 @@ def run(cfg: DictConfig, sweep_id: str = "") -> dict | None:
     if cfg.prompt is not None or cfg.prompt_file is not None:
         return run_single(cfg, drafter, budget)
     model = identify_model(cfg.model)
-    every = load_prompts(cfg.benchmark.name, cfg.data_dir, cfg.benchmark.get("path"))
-    prompts = select(every, cfg.n_prompts)
+    every, prompts = benchmark_prompts(cfg)
     pfp = prompts_fingerprint(every)
     chash = config_hash(cfg, {"model_fingerprint": model.fingerprint, "prompts_fingerprint": pfp,
                               "device": device.type, "dtype": str(dtype), "backend": Engine.backend})
@@ -200,7 +199,7 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
                     # Comparing AR with itself proves nothing: check it against HF generate instead (under
                     # sampling, HF's loop and cache with our noise added to its scores).
                     m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops, sampling)
-                row = row_for(cfg, rid, ids, m, env, ident)
+                row = row_for(cfg, rid, prompt.category, ids, m, env, ident)
                 outputs.append(rid, ident.config_hash, m.gen.tokens, token_pieces(tok, m.gen.tokens), m.gen.origins)
                 results.append(row)
                 tracker.log_prompt(len(logged), row)

@@ -32,6 +32,12 @@ def validate(cfg: DictConfig) -> None:
         raise GooseError(f"repeats must be an integer >= 1: timed generations per prompt (got {cfg.repeats!r}).")
     if not _whole(cfg.warmup, 0):
         raise GooseError(f"warmup must be an integer >= 0: untimed generations first (got {cfg.warmup!r}).")
+    if not _whole(cfg.get("trial", 1), 1):
+        raise GooseError(f"trial must be an integer >= 1: which full pass over the prompts this run is "
+                         f"(got {cfg.trial!r}).")
+    turns = cfg.benchmark.get("turns")
+    if turns is not None and turns not in (1, 2):
+        raise GooseError(f"benchmark.turns must be 1 (first turns only) or 2 (both turns) (got {turns!r}).")
     if cfg.speedup_reference not in MODES:
         raise GooseError(f"speedup_reference must be one of {', '.join(MODES)} (got {cfg.speedup_reference!r}).")
     if cfg.prompt is not None and cfg.prompt_file is not None:
@@ -58,8 +64,11 @@ def config_hash(cfg: DictConfig, identity: dict) -> str:
             kept.pop(k, None)
     else:  # temperature=1 and temperature=1.0 are one setting
         kept.update(temperature=float(kept["temperature"]), top_p=float(kept["top_p"]))
+    if kept.get("trial", 1) == 1:  # trial 1 hashes as runs did before trials existed
+        kept.pop("trial", None)
     for section in ("model", "benchmark"):
-        kept[section] = {k: v for k, v in kept[section].items() if k != "path"}
+        # `turns` decides which prompts exist, and the prompts' contents are hashed already (fingerprint)
+        kept[section] = {k: v for k, v in kept[section].items() if k not in ("path", "turns")}
     kept.update(identity)
     kept["row_schema"] = ROW_SCHEMA
     return digest(kept, 12)

@@ -187,8 +187,10 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
 
 def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict) -> str:
     """Everything that decides AR's tokens for this input (and the conditions its timing is compared under).
-    Sampling settings enter only when sampling (greedy keys stay what they were)."""
-    return digest({**Sampling.from_config(cfg).settings(),
+    Sampling settings enter only when sampling (greedy keys stay what they were); the trial only after the
+    first, so that each full pass over the prompts times AR afresh under `cached`."""
+    trial = cfg.get("trial", 1)
+    return digest({**Sampling.from_config(cfg).settings(), **({"trial": trial} if trial != 1 else {}),
                    "model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
                    "device": ident.device.type, "device_name": env["device_name"],
                    "threads": ident.conditions["threads"], "backend": ident.conditions["backend"],
