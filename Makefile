@@ -1,8 +1,8 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-fast lint bench gpu-check reproduce-all reproduce-sampling clean datastore-local \
-	datastore-paper
+.PHONY: install demo test test-fast lint bench gpu-check reproduce-all reproduce-sampling reproduce-spec-bench clean \
+	datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
 # with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
@@ -85,8 +85,21 @@ reproduce-sampling:
 	$(PYTHON) run.py -m +experiment=sampling_seeds-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) analysis/reproduce.py sampling sampling_outputs sampling_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
+# Spec-Bench: its six categories, three full passes (trial=1,2,3) of AR, PLD, TR, Lookahead, REST,
+# SuffixDecoding and GOOSE (B=60, then budget=auto); table (mean +- std per category) and figure.
+reproduce-spec-bench:
+	@echo "== spec-bench with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
+	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
+	@$(MAKE) --no-print-directory datastore-$(PROFILE)
+	@# One sweep id for both sweeps: GOOSE budget=auto divides by the AR timings of the first (cached).
+	export GOOSE_SWEEP_ID=$${GOOSE_SWEEP_ID:-spec-bench-$$(date +%Y%m%dT%H%M%S)}; \
+	$(PYTHON) run.py -m +experiment=spec_bench-$(PROFILE) results_dir=$(RESULTS) && \
+	$(PYTHON) run.py -m +experiment=spec_bench-$(PROFILE) results_dir=$(RESULTS) method=goose budget=auto
+	$(PYTHON) analysis/reproduce.py spec_bench spec_bench_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
+
 reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods \
-	reproduce-suffix reproduce-sampling reproduce-synergy
+	reproduce-suffix reproduce-sampling reproduce-synergy reproduce-spec-bench
 
 # All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
 bench: datastore-local

@@ -24,6 +24,7 @@ from analysis.paper import (  # noqa: E402
     TABLE1_MACRO_GAIN_PCT,
     TABLE1_TAU,
 )
+from analysis.spec_bench import plot_spec_bench, spec_bench_table  # noqa: E402
 from goose.metrics import FIXED, summarize  # noqa: E402
 from goose.results import ReferenceStore  # noqa: E402
 
@@ -73,6 +74,8 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     df["top_k"] = df.top_k.astype(int)
     df["seed"] = df.seed.astype(int)
     df["lossless"] = df["lossless"].astype(str).eq("True")
+    # A full pass over the prompts repeated (trial=2, 3, ...): its rows are a configuration of their own.
+    df["trial"] = pd.to_numeric(df["trial"], errors="coerce").fillna(1).astype(int) if "trial" in df else 1
     for c in ["config_hash", "memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
         if c not in df:
             df[c] = ""
@@ -87,8 +90,10 @@ def load_rows(root: str | Path) -> pd.DataFrame:
         print(f"[analysis] {before - len(df)} repeated row(s) of one configuration and prompt: kept the latest")
     df["model"] = _distinguish(df, "model", MODEL_IDENTITY + [c for c in df if c.startswith("model.")
                                                               and c not in ("model.path", "model.name")])
-    df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [c for c in df if c.startswith("benchmark.")
-                                                                        and c != "benchmark.path"])
+    # benchmark.turns decides which prompts exist: the prompts fingerprint says so already (rows written before
+    # the setting existed have none).
+    df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [
+        c for c in df if c.startswith("benchmark.") and c not in ("benchmark.path", "benchmark.turns")])
     # Budget and memory mode are columns of their own (grouped by, shown in tables), not part of a
     # method's name (budget=auto rows record the budget they build at, 60, in method.drafter.budget).
     # Lookahead's window seed follows the run's seed, a column of its own.
@@ -99,7 +104,7 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     sampled = df.temperature > 0
     df["method"] = pd.concat([_distinguish(df[~sampled], "method", identity),
                               _distinguish(df[sampled], "method", identity)]).reindex(df.index)
-    cell = ["model", "benchmark", "method", "budget", "memory", *SAMPLING]
+    cell = ["model", "benchmark", "method", "budget", "memory", "trial", *SAMPLING]
     mixed = df.groupby(cell, dropna=False)["config_hash"].nunique()
     mixed = mixed[mixed > 1]
     if len(mixed):  # still two configurations in one cell: name them by hash rather than pool them
@@ -724,6 +729,10 @@ TABLES = {
                           "memory mode", synergy_published),
     "source_gap": ("Source gap: acceptance per drafted token of context-matched vs adjacency drafts, three ways",
                    source_gap),
+    "spec_bench": ("Spec-Bench per category and overall: mean ± std over full passes (trial=1,2,3). Speedup = AR "
+                   "wall time / method wall time, AR timed in the same pass and sweep; mean accepted tokens = "
+                   "tokens of the decoding forwards / decoding forwards (prefill excluded, AR = 1.00), Spec-Bench's "
+                   "convention; tau includes the prefill", spec_bench_table),
 }
 FIGURES = {
     "figure1": plot_figure1,
@@ -732,11 +741,13 @@ FIGURES = {
     "spine_continuation": plot_spine_continuation,
     "sampling_figure": plot_sampling,
     "synergy_figure": plot_synergy,
+    "spec_bench_figure": plot_spec_bench,
 }
 ARTIFACTS = [*TABLES, *FIGURES]
 
 
-EVERY_SETTING = ("all_methods", "suffix")  # tables with budget and memory columns of their own
+EVERY_SETTING = ("all_methods", "suffix", "spec_bench", "spec_bench_figure")  # budget and memory columns of their own
+EVERY_TRIAL = ("spec_bench", "spec_bench_figure")  # mean +- std over passes; every other artifact reads trial 1
 EVERY_MEMORY = ("synergy", "synergy_figure")  # memory mode a column of their own, at one budget
 SAMPLED = ("sampling", "sampling_outputs", "sampling_figure")  # every other artifact reads greedy rows only
 
@@ -746,6 +757,8 @@ def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]
     and (but for the budget sweep) the runs at `budget` and those of methods no budget changes
     (budget=fixed); the all-methods tables keep every budget and memory mode, in columns of their own;
     the sampling artifacts read every temperature at `budget`."""
+    if name not in EVERY_TRIAL:
+        df = df[df.trial == 1]
     if name in SAMPLED:
         df = df[df.budget.astype(str).isin([str(budget), FIXED])]
         if not (df.temperature > 0).any():

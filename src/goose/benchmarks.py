@@ -109,6 +109,7 @@ def _spec_bench(root: Path) -> list[dict]:
 
 # Spec-Bench's six categories, in its order, as it names them; its file tags the 80 MT-Bench questions with
 # MT-Bench's own categories (writing, roleplay, ...), which all count as multi-turn conversation.
+MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 SPEC_BENCH_CATEGORIES = {
     "translation": "translation",
     "summarization": "summarization",
@@ -117,7 +118,8 @@ SPEC_BENCH_CATEGORIES = {
     "rag": "retrieval-augmented generation",
 }
 MULTI_TURN = "multi-turn conversation"
-CATEGORY_ORDER = (MULTI_TURN, *SPEC_BENCH_CATEGORIES.values())
+SPEC_BENCH_CATEGORIES.update(dict.fromkeys(MT_BENCH_CATEGORIES, MULTI_TURN))
+CATEGORY_ORDER = (MULTI_TURN, *dict.fromkeys(v for v in SPEC_BENCH_CATEGORIES.values() if v != MULTI_TURN))
 STRATIFIED = frozenset({"spec_bench"})  # n_prompts takes the first N of each category
 
 
@@ -128,9 +130,10 @@ def mt_bench(root: Path, turns: int = 2) -> list[Prompt]:
 
 
 def spec_bench(root: Path) -> list[Prompt]:
-    """All 480 Spec-Bench questions in its six categories; MT-Bench's carry their second turn."""
+    """All 480 Spec-Bench questions in its six categories (a category the file names otherwise is kept as it
+    is); MT-Bench's carry their second turn."""
     return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:]),
-                   SPEC_BENCH_CATEGORIES.get(r.get("category", ""), MULTI_TURN)) for r in _spec_bench(root)]
+                   SPEC_BENCH_CATEGORIES.get(r.get("category", ""), r.get("category", ""))) for r in _spec_bench(root)]
 
 
 def jsonl_file(path: str | None) -> list[Prompt]:

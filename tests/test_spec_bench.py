@@ -1,0 +1,182 @@
+"""Spec-Bench: categories, stratified selection, MT-Bench turns, full passes (trials), the table and figure."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from test_run import ROOT, rows, run_folder, run_py
+
+from analysis.artifacts import load_rows, make
+from analysis.spec_bench import mean_accepted, spec_bench_table
+from goose.benchmarks import CATEGORY_ORDER, MULTI_TURN, load_prompts
+from goose.errors import GooseError
+from goose.inputs import select
+from goose.results import ResultsFile
+
+
+# --- prompts --------------------------------------------------------------------------------
+def test_spec_bench_has_six_categories_of_80_and_n_prompts_takes_the_first_n_of_each():
+    every = load_prompts("spec_bench")
+    counts = {c: sum(p.category == c for p in every) for c in CATEGORY_ORDER}
+    assert counts == dict.fromkeys(CATEGORY_ORDER, 80)
+    assert every[0].category == MULTI_TURN and every[0].later_turns  # MT-Bench's "writing" is multi-turn
+    picked = select(every, 2, stratified=True)
+    assert [p.id for p in picked] == ["81", "82", "161", "162", "241", "242", "321", "322", "401", "402", "481", "482"]
+    assert select(every, 2) == every[:2]  # other benchmarks: the first N
+
+
+def test_mt_bench_decodes_both_turns_unless_turns_is_1():
+    both, first = load_prompts("mt_bench"), load_prompts("mt_bench", turns=1)
+    assert len(both) == len(first) == 80
+    assert all(len(p.later_turns) == 1 for p in both) and all(p.later_turns == () for p in first)
+    assert [p.text for p in both] == [p.text for p in first]
+    assert both[0].category == "writing"  # MT-Bench's own category
+    with pytest.raises(GooseError, match="benchmark.turns must be 1"):
+        load_prompts("mt_bench", turns=3)
+
+
+def _compose(*overrides):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def test_trial_1_and_turns_hash_as_before_they_existed_and_later_trials_are_their_own():
+    from omegaconf import open_dict
+
+    from goose.settings import config_hash
+
+    def without(cfg, *keys):
+        with open_dict(cfg):
+            for k in keys:
+                node, _, leaf = k.rpartition(".")
+                (cfg[node] if node else cfg).pop(leaf)
+        return cfg
+
+    assert config_hash(_compose(), {}) == config_hash(without(_compose(), "trial"), {})
+    mt = _compose("benchmark=mt_bench", "benchmark.turns=1")
+    assert config_hash(mt, {}) == config_hash(without(_compose("benchmark=mt_bench"), "trial", "benchmark.turns"), {})
+    assert len({config_hash(_compose(f"trial={t}"), {}) for t in (1, 2, 3)}) == 3
+
+
+def test_each_trial_times_ar_under_its_own_reference_key():
+    from goose.timing import reference_key
+
+    class Ident:
+        model = type("M", (), {"fingerprint": "f"})()
+        device = type("D", (), {"type": "cpu"})()
+        conditions = {"threads": 1, "backend": "eager"}
+
+    env = {"dtype": "float32", "device_name": "x", "torch": "t", "transformers": "u"}
+    keys = [reference_key(Ident, [1, 2], _compose(f"trial={t}"), frozenset(), env) for t in (1, 2, 3)]
+    assert len(set(keys)) == 3
+    assert keys[0] == reference_key(Ident, [1, 2], _compose(), frozenset(), env)
+
+
+@pytest.mark.parametrize("bad, says", [("trial=0", "trial must be an integer >= 1"),
+                                       ("benchmark.turns=3", "benchmark.turns must be 1")])
+def test_bad_trial_or_turns_is_refused_before_anything(bad, says, tiny_folder, tmp_path):
+    extra = ["benchmark=mt_bench"] if "turns" in bad else []
+    r = run_py("model=hf", f"model.path={tiny_folder}", *extra, bad, f"results_dir={tmp_path}")
+    assert r.returncode == 2 and says in r.stderr
+    assert not any(tmp_path.iterdir())
+
+
+# --- the table --------------------------------------------------------------------------------
+# (method, trial) -> wall seconds per row; AR's rows are its own timing (speedup source "self").
+WALL = {("ar", 1): 4.0, ("ar", 2): 5.0, ("ar", 3): 6.0, ("pld", 1): 2.0, ("pld", 2): 2.0, ("pld", 3): 3.0}
+STEPS = {"ar": 128, "pld": 43}  # 128 tokens; PLD: prefill + 42 decoding forwards (127 tokens) -> MAT 127/42
+
+
+def write_rows(root, trials=(1, 2, 3), cut=None):
+    for (method, trial), wall in WALL.items():
+        if trial not in trials:
+            continue
+        f = ResultsFile(root / method / f"t{trial}" / "results.csv")
+        ar_wall = WALL[("ar", trial)]
+        for i, (pid, cat) in enumerate([("81", MULTI_TURN), ("81#2", MULTI_TURN), ("161", "translation")]):
+            if cut and (method, trial) == cut and i == 2:
+                continue
+            f.append({"model": "m", "benchmark": "spec_bench", "method": method, "budget": "fixed",
+                      "memory": "none", "prompt_id": pid, "category": cat, "trial": trial, "new_tokens": 128,
+                      "steps": STEPS[method], "tau": 128 / STEPS[method], "wall_s": wall,
+                      "tokens_per_s": 128 / wall, "lossless": True, "config_hash": f"{method}{trial}",
+                      "speedup_source": "self" if method == "ar" else "cached", "ar_wall_s": ar_wall,
+                      "speedup_stale": False, "host": "h", "ar_host": "h", "sweep_id": "s", "ar_sweep_id": "s"})
+
+
+def test_table_gives_mean_and_std_over_passes_per_category_with_mat_excluding_the_prefill(tmp_path):
+    write_rows(tmp_path)
+    t = spec_bench_table(load_rows(tmp_path)).set_index(["method", "metric"])
+    # PLD speedup per pass: 4/2, 5/2, 6/3 -> 2.0, 2.5, 2.0: mean 2.1667, sample std 0.2887
+    assert t.loc[("pld", "speedup"), "overall"] == "2.17 ± 0.29"
+    assert t.loc[("pld", "speedup"), "MT"] == "2.17 ± 0.29" and t.loc[("pld", "speedup"), "Trans"] == "2.17 ± 0.29"
+    assert t.loc[("pld", "mean accepted tokens"), "overall"] == f"{127 / 42:.2f} ± 0.00"
+    assert t.loc[("pld", "tau"), "overall"] == f"{128 / 43:.2f} ± 0.00"
+    assert t.loc[("ar", "mean accepted tokens"), "overall"] == "1.00 ± 0.00"  # AR = 1 exactly, prefill excluded
+    assert t.loc[("ar", "tau"), "overall"] == "1.00 ± 0.00"
+    assert t.loc[("pld", "speedup"), "Spec-Bench (Vicuna-7B, A100)"] == "1.66x"
+    assert t.loc[("pld", "mean accepted tokens"), "Spec-Bench (Vicuna-7B, A100)"] == "1.75"
+    assert t.loc[("pld", "tau"), "Spec-Bench (Vicuna-7B, A100)"] == ""
+    assert (t.passes == 3).all() and (t.questions == 2).all() and (t.lossless == "9/9").all()
+
+
+def test_an_incomplete_pass_is_left_out_and_named(tmp_path):
+    write_rows(tmp_path, cut=("pld", 3))
+    t = spec_bench_table(load_rows(tmp_path)).set_index(["method", "metric"])
+    assert t.loc[("pld", "speedup"), "overall"] == "2.25 ± 0.35"  # passes 1 and 2 only
+    assert t.loc[("pld", "speedup"), "passes"] == 2
+    assert t.loc[("pld", "speedup"), "left out"] == "trial 3 has 2/3 rows"
+
+
+def test_mean_accepted_tokens_pools_decoding_forwards():
+    import pandas as pd
+
+    assert mean_accepted(pd.DataFrame({"new_tokens": [10, 1], "steps": [4, 1]})) == pytest.approx(9 / 3)
+
+
+def test_other_artifacts_read_the_first_pass_only(tmp_path):
+    write_rows(tmp_path)
+    df = load_rows(tmp_path)
+    assert sorted(df.trial.unique()) == [1, 2, 3] and not df.method.str.contains(r"\[").any()
+    make("all_methods", df, tmp_path / "out")
+    t = (tmp_path / "out" / "all_methods.csv").read_text()
+    assert "3/3" in t and "9/9" not in t
+
+
+# --- end to end ---------------------------------------------------------------------------------
+def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
+    """A questions file of our own: two per category (n_prompts=1 takes the first of each), two passes of
+    AR and PLD with cached AR timings; the table and figure cover every category, every row lossless."""
+    data = tmp_path / "data" / "spec_bench"
+    data.mkdir(parents=True)
+    questions = [(1, "writing", ["Say a b c a b c.", "Again: a b c."]), (2, "writing", ["No.", "No."]),
+                 (3, "translation", ["x y z x y z to French"]), (4, "translation", ["skip"]),
+                 (5, "qa", ["q r s q r s?"]), (6, "qa", ["skip"])]
+    data.joinpath("question.jsonl").write_text("".join(
+        json.dumps({"question_id": i, "category": c, "turns": t}) + "\n" for i, c, t in questions))
+    res = tmp_path / "res"
+    r = run_py("-m", "model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "n_prompts=1", "trial=1,2",
+               "method=ar,pld", "max_new_tokens=12", "speedup_reference=cached", f"data_dir={tmp_path / 'data'}",
+               f"results_dir={res}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = rows(run_folder(res, "model", "spec_bench", "pld", "Bfixed-Mnone-N12-trial2") / "results.csv")
+    assert [(x["prompt_id"], x["category"], x["trial"]) for x in got] == [
+        ("1", MULTI_TURN, "2"), ("1#2", MULTI_TURN, "2"), ("3", "translation", "2"), ("5", "question answering", "2")]
+    assert all(x["lossless"] == "True" and x["speedup_stale"] == "False" for x in got)
+    timings = list((res / "references" / "timings").rglob("*.jsonl"))
+    # AR timed once per row and pass (its own run in each pass), reused by PLD in the same pass
+    assert len(timings) == 8 and all(len(t.read_text().splitlines()) == 1 for t in timings)
+    out = tmp_path / "art"
+    a = subprocess.run([sys.executable, str(ROOT / "analysis" / "reproduce.py"), "spec_bench", "spec_bench_figure",
+                        "--results", str(res), "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert a.returncode == 0, a.stderr[-2000:]
+    t = (out / "spec_bench.csv").read_text().splitlines()
+    assert t[0].startswith("model,method,budget,memory,metric,MT,Trans,QA,overall,")
+    pld = [line for line in t if ",pld," in line]
+    assert len(pld) == 4 and all(",2,3,8/8" in line for line in pld)  # 2 passes, 3 questions, lossless
+    assert all(cell for line in pld for cell in line.split(",")[5:9])  # every category filled
+    assert (out / "spec_bench_figure.png").stat().st_size > 0
+
