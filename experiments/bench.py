@@ -13,6 +13,13 @@ a pass never drafts from the answers of an earlier pass.
     python experiments/bench.py [--n-prompts 10] [--max-new-tokens 128] [--repeats 3]
     python experiments/bench.py --methods goose@auto tr:prompt suffix@60:run
     python experiments/bench.py --temperature 0.7 --top-p 0.95 --seed 0
+    python experiments/bench.py --backends eager prepacked     (the default on a CPU with fp32 weights)
+
+Backends (goose.backends): each runs on a model object of its own, shared by our methods and Hugging
+Face's loops on that backend, so "x our AR" and "x HF prompt lookup" compare within one backend; "x HF
+greedy" always divides by HF greedy on the eager model, the outside reference. Rows of a backend other
+than eager are labelled `[backend]`. The verification cost curve of every backend is measured back to
+back (context 256, median of 5) and printed first.
 
 With --temperature > 0 every method samples (goose.sampling) and must return AR sampling's tokens;
 hf-greedy and hf-prompt-lookup then run Hugging Face's greedy loops on the same perturbed logits
@@ -22,6 +29,7 @@ hf-greedy and hf-prompt-lookup then run Hugging Face's greedy loops on the same 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
 import time
@@ -32,6 +40,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
+from goose.backends import BACKENDS, apply_backend, check_backend, default_backend  # noqa: E402
 from goose.benchmarks import LOADERS, load_prompts  # noqa: E402
 from goose.budget import cost_curve  # noqa: E402
 from goose.decode import generate  # noqa: E402
@@ -86,6 +95,8 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=0, help="sampling: keep the k likeliest tokens (0 = off)")
     ap.add_argument("--top-p", type=float, default=1.0, help="sampling: nucleus mass (1.0 = off)")
     ap.add_argument("--seed", type=int, default=0, help="sampling: the noise seed")
+    ap.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
+                    help="how the forward runs (default: eager and prepacked where prepacked applies, else eager)")
     args = ap.parse_args()
     check_names(ap, args)
     try:
@@ -96,14 +107,22 @@ def main() -> None:
     specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
     try:
         sys.path.extend(args.search_path)  # a user's drafter file may sit beside its YAML
-        built = build_drafters(specs, args.model, args.search_path,
-                               [f"model.path={args.model_path}"] if args.model_path else [],
-                               skip_missing=args.methods is None)
+        extra = [f"model.path={args.model_path}"] if args.model_path else []
+        build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None)  # checked early
         cfg = model_config(args.model, args.model_path)
         model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
+        backends = args.backends or list(dict.fromkeys(["eager", default_backend(device, dtype)]))
+        for b in backends:
+            check_backend(b, device, dtype)
         prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
-        engine = Engine(model)
-        ours = arm(built, lambda: cost_curve(engine, identify_model(cfg), device, dtype), tok, cfg.name)
+        models = {b: model if b == "eager" else apply_backend(copy.deepcopy(model), b) for b in backends}
+        if "eager" not in models:  # HF greedy on the eager model stays the outside reference
+            models["eager"] = model
+        engines = {b: Engine(m) for b, m in models.items()}
+        identity = identify_model(cfg)
+        print_cost_curves(engines)
+        ours = {b: arm(build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None),
+                       lambda e=engines[b]: cost_curve(e, identity, device, dtype), tok, cfg.name) for b in backends}
     except GooseError as e:
         ap.exit(2, f"error: {e}\n")
     stops = stop_ids(tok, model)
@@ -113,31 +132,40 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    def hf(extra):
+    def hf(hf_model, extra):
         def run(ids):
             sync()
             t = time.perf_counter()
-            out = hf_greedy(model, ids, N, stops, sampling, **extra)
+            out = hf_greedy(hf_model, ids, N, stops, sampling, **extra)
             sync()
             return out, time.perf_counter() - t, 0
         return run
 
-    def mine(drafter):
+    def mine(engine, drafter):
         def run(ids):
             g = generate(engine, ids, drafter, N, stops, sampling)
             return g.tokens, g.wall_s, g.steps
         return run
 
-    runners = {HF_METHODS[0]: hf({}), HF_METHODS[1]: hf({"prompt_lookup_num_tokens": 10})}
-    if args.methods and HF_METHODS[1] not in args.methods:
-        del runners[HF_METHODS[1]]
-    runners.update({k: mine(d) for k, d in ours.items()})
-    names = list(runners)
+    def label(name: str, backend: str) -> str:
+        return name if backend == "eager" else f"{name} [{backend}]"
 
-    initial = {m: d.save_memory() for m, d in ours.items()}  # empty; restored before every pass
+    runners, backend_of_row = {}, {}
+    for b in dict.fromkeys(["eager", *backends]):
+        rows = {HF_METHODS[0]: hf(models[b], {})}
+        if b in backends and (not args.methods or HF_METHODS[1] in args.methods):
+            rows[HF_METHODS[1]] = hf(models[b], {"prompt_lookup_num_tokens": 10})
+        rows.update({k: mine(engines[b], d) for k, d in ours.get(b, {}).items()})
+        for k, fn in rows.items():
+            runners[label(k, b)] = fn
+            backend_of_row[label(k, b)] = b
+    names = list(runners)
+    drafters = {label(k, b): d for b in backends for k, d in ours[b].items()}
+
+    initial = {m: d.save_memory() for m, d in drafters.items()}  # empty; restored before every pass
 
     def fresh_memory():
-        for m, d in ours.items():
+        for m, d in drafters.items():
             if initial[m] is not None:
                 d.restore_memory(initial[m])
 
@@ -154,6 +182,7 @@ def main() -> None:
     sec = [{m: dict.fromkeys(benches, 0.0) for m in names} for _ in range(args.repeats)]
     steps = {m: 0 for m in names}
     lossless = {m: 0 for m in names}
+    same_as_eager = dict.fromkeys(backends, 0)  # prompts where AR on a backend gives eager AR's tokens
     for rep in range(args.repeats):
         fresh_memory()
         t0 = time.perf_counter()
@@ -169,7 +198,10 @@ def main() -> None:
                     steps[m] += n
             if rep == 0:
                 for m in names:
-                    lossless[m] += int(outs[m] == outs["hf-greedy"])
+                    lossless[m] += int(outs[m] == outs[label("hf-greedy", backend_of_row[m])])
+                for b in backends:
+                    if b != "eager":
+                        same_as_eager[b] += int(outs[label("ar", b)] == outs["ar"]) if "ar" in outs else 0
         print(f"  repeat {rep + 1} done in {time.perf_counter() - t0:.0f} s", flush=True)
 
     def tps(rep, m, bench=None):
@@ -185,37 +217,63 @@ def main() -> None:
         print("|---|---|---|---|---|---|" + "---|" * len(benches) + "---|")
         for m in names:
             t, lo, hi = med_spread([tps(r, m) for r in range(args.repeats)])
+            own = backend_of_row[m]
+            bases = {"ar": label("ar", own), "hf-greedy": "hf-greedy",
+                     "hf-prompt-lookup": label("hf-prompt-lookup", own)}
             ratio = {
-                base: statistics.median([tps(r, m) / tps(r, base) for r in range(args.repeats)])
-                for base in ("ar", "hf-greedy", "hf-prompt-lookup") if base in names
+                base: statistics.median([tps(r, m) / tps(r, row) for r in range(args.repeats)])
+                for base, row in bases.items() if row in names
             }
-            per_b = [statistics.median([tps(r, m, b) / tps(r, "ar", b) for r in range(args.repeats)]) for b in benches]
+            per_b = [statistics.median([tps(r, m, b) / tps(r, bases["ar"], b) for r in range(args.repeats)])
+                     if bases["ar"] in names else float("nan") for b in benches]
             total_tok = sum(tok_[0][m].values())
             tau = f"{total_tok / steps[m]:.2f}" if steps[m] else "-"
-            ll = "ref" if m == "hf-greedy" else f"{lossless[m]}/{len(prompts)}"
+            ll = "ref" if m == label("hf-greedy", own) else f"{lossless[m]}/{len(prompts)}"
             cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio[b]:.2f}" if b in ratio else "-" for b in
                                                              ("ar", "hf-greedy", "hf-prompt-lookup")]
             print(f"| {m} | " + " | ".join(cells + [f"{x:.2f}" for x in per_b] + [ll]) + " |")
 
+        for b in backends:
+            if b != "eager" and "ar" in names:
+                print(f"\nAR on {b} gives eager AR's tokens on {same_as_eager[b]}/{len(prompts)} prompts (a backend "
+                      "sums in another order; every method is compared with AR on its own backend)")
+
     # Per-step overhead breakdown, from a separate profiled pass (syncs on).
-    engine.profile = True
-    fresh_memory()
     print("\nper-step time, profiled pass (ms): forward | engine overhead (mask, top-k, walk, KV) | drafter | "
           "overhead share")
-    width = max(map(len, ours))
-    for m, d in ours.items():
-        if m not in names:
-            continue
+    width = max(map(len, drafters))
+    for m, d in drafters.items():
+        engine = engines[backend_of_row[m]]
+        engine.profile = True
+        fresh_memory()
         fw = ov = dr = 0.0
         n = 0
         for _, ids in prompts[:: max(1, len(prompts) // 6)]:  # six prompts across the benchmarks
             g = generate(engine, ids, d, N, stops, sampling)
             fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
+        engine.profile = False
         if n:
             share = (ov + dr) / (fw + ov + dr)
             ms = [x / n * 1e3 for x in (fw, ov, dr)]
             print(f"  {m:{width}s} {ms[0]:8.2f} | {ms[1]:6.2f} | {ms[2]:6.2f} | {share * 100:5.1f}%")
-    engine.profile = False
+
+
+COST_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def print_cost_curves(engines: dict[str, Engine], context_len: int = 256, repeats: int = 5) -> None:
+    """Each backend's verification cost (median of `repeats` forwards over T nodes after `context_len`
+    tokens), measured back to back, in ms and relative to eager's one-token forward."""
+    secs = {b: e.measure_cost(list(COST_WIDTHS), context_len, repeats) for b, e in engines.items()}
+    unit = secs["eager"][0]
+    print(f"verification cost, context {context_len}, median of {repeats} (ms; in brackets: x eager T=1"
+          + (", x own T=1)" if len(secs) > 1 else ")"))
+    print("| T | " + " | ".join(secs) + " |\n|---|" + "---|" * len(secs))
+    for i, T in enumerate(COST_WIDTHS):
+        cells = [f"{s[i] * 1e3:.1f} ({s[i] / unit:.2f}" + (f", {s[i] / s[0]:.2f})" if len(secs) > 1 else ")")
+                 for s in secs.values()]
+        print(f"| {T} | " + " | ".join(cells) + " |")
+    print(flush=True)
 
 
 if __name__ == "__main__":

@@ -81,18 +81,22 @@ def _model_config(name: str):
                      "existing file or folder, and not a hub id (org/name).")
 
 
-def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = False) -> Model:
-    """A model by config name (`smollm2-135m`, `vicuna-7b`, ...), local GGUF file or HF folder, or hub id."""
+def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = False, backend: str = "eager") -> Model:
+    """A model by config name (`smollm2-135m`, `vicuna-7b`, ...), local GGUF file or HF folder, or hub id.
+    `backend`: how its forward runs (goose.backends: eager, prepacked, auto)."""
     cfg, how = _model_config(str(name))
     if not quiet:
         print(f"[goose] loading {name} as {how}", file=sys.stderr, flush=True)
-    return load_config(cfg, device, dtype)
+    return load_config(cfg, device, dtype, backend)
 
 
-def load_config(cfg, device: str = "auto", dtype: str = "auto") -> Model:
+def load_config(cfg, device: str = "auto", dtype: str = "auto", backend: str = "eager") -> Model:
     """A model from a conf/model config (as run.py composes it)."""
+    from goose.backends import apply_backend, default_backend
+
     identity = identify_model(cfg)
     hf, tok, dev, dt = load_model(cfg, device, dtype, identity)
+    hf = apply_backend(hf, default_backend(dev, dt) if backend == "auto" else backend)
     return Model(hf, tok, Engine(hf), stop_ids(tok, hf), identity, cfg.name, dev, dt)
 
 

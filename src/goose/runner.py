@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from goose.backends import apply_backend
 from goose.benchmarks import Prompt
 from goose.budget import AutoBudget, Budget, cost_curve
 from goose.decode import generate
@@ -36,7 +37,7 @@ from goose.run_folder import (
     write_config,
 )
 from goose.sampling import Sampling
-from goose.settings import config_hash, resolved_device_dtype, validate
+from goose.settings import config_hash, resolved_backend, resolved_device_dtype, validate
 from goose.timing import Timer, conditions, hf_greedy, reference_key
 
 __all__ = ["Interrupted", "exit_status", "run"]
@@ -81,14 +82,15 @@ def run(cfg: DictConfig, sweep_id: str = "") -> dict | None:
     """Run one (model, benchmark, method, budget) configuration; return its summary."""
     cfg, drafter, budget = prepare(cfg)
     device, dtype = resolved_device_dtype(cfg)
+    backend = resolved_backend(cfg, device, dtype)
     if cfg.prompt is not None or cfg.prompt_file is not None:
         return run_single(cfg, drafter, budget)
     model = identify_model(cfg.model)
     every, prompts = benchmark_prompts(cfg)
     pfp = prompts_fingerprint(every)
     chash = config_hash(cfg, {"model_fingerprint": model.fingerprint, "prompts_fingerprint": pfp,
-                              "device": device.type, "dtype": str(dtype), "backend": Engine.backend})
-    ident = RunIdentity(model, pfp, chash, device, dtype, conditions(device, Engine.backend, sweep_id))
+                              "device": device.type, "dtype": str(dtype), "backend": backend})
+    ident = RunIdentity(model, pfp, chash, device, dtype, conditions(device, backend, sweep_id))
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, model.label, chash)
     existed = run_dir.exists()
     with RunLock(run_dir):
@@ -129,7 +131,7 @@ def load_engine(cfg: DictConfig, drafter: Drafter, budget: Budget, identity: Mod
     torch.manual_seed(cfg.seed)
     identity = identity or identify_model(cfg.model)
     model, tok, device, dtype = load_model(cfg.model, cfg.device, cfg.dtype, identity)
-    engine = Engine(model, profile=cfg.profile)
+    engine = Engine(apply_backend(model, resolved_backend(cfg, device, dtype)), profile=cfg.profile)
     if drafter.capabilities.tokenizer_bound:
         drafter.bind_tokenizer(tok, cfg.model.name)  # REST names its default datastore by model config
     if budget.auto:

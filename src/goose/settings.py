@@ -15,7 +15,7 @@ from goose.timing import MODES
 # Keys that change which prompts run or where output goes, not what a row contains. Paths are
 # left out too: the model's and the prompts' contents are hashed instead (fingerprints).
 NOT_HASHED = ("n_prompts", "results_dir", "run_dir", "logging", "prompt", "prompt_file", "warmup", "data_dir",
-              "trace")
+              "trace", "engine")  # engine.backend enters the hash as the resolved `backend` (identity)
 
 
 def _whole(v, low: int) -> bool:
@@ -48,6 +48,16 @@ def validate(cfg: DictConfig) -> None:
 def resolved_device_dtype(cfg: DictConfig) -> tuple[torch.device, torch.dtype]:
     device = resolve_device(cfg.device if cfg.device != "auto" else cfg.model.get("device", "auto"))
     return device, resolve_dtype(cfg.dtype if cfg.dtype != "auto" else cfg.model.get("dtype", "auto"), device)
+
+
+def resolved_backend(cfg: DictConfig, device: torch.device, dtype: torch.dtype) -> str:
+    """engine.backend, checked against the device and dtype (auto: prepacked for fp32 on CPU, else eager)."""
+    from goose.backends import check_backend, default_backend
+
+    name = cfg.get("engine", {}).get("backend", "eager")
+    name = default_backend(device, dtype) if name == "auto" else name
+    check_backend(name, device, dtype)
+    return name
 
 
 SAMPLING_KEYS = ("temperature", "top_k", "top_p")

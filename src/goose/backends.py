@@ -1,0 +1,84 @@
+"""How the target's forward runs: `eager` (PyTorch as loaded) or `prepacked` (CPU, fp32: every linear
+layer on weights reordered once into oneDNN's blocked layout).
+
+Why prepacking: on a CPU a forward over a few tokens is bound by reading the weights; `F.linear` reads
+them in their plain layout through a generic GEMM, oneDNN's prepacked path reads a layout made for its
+kernels, so a one-token forward gets cheaper and verifying 2-16 tokens costs little more than one (see
+`make bench`, which measures both cost curves in one run). The reorder is paid once, at load.
+
+A backend changes the floating-point order of the sums, so its tokens are compared with AR on the same
+backend only: the backend is part of every config hash, reference key and timing key.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from goose.errors import GooseError
+
+BACKENDS = ("eager", "prepacked")
+
+
+class PrepackedLinear(nn.Module):
+    """nn.Linear on a oneDNN-reordered copy of its weight (`torch.ops.mkldnn`, what Inductor's weight
+    freezing uses on CPU). Inputs and outputs are ordinary dense tensors."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.register_buffer("packed", torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), None),
+                             persistent=False)
+        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
+        self.weight = linear.weight  # kept for code that reads it (tied embeddings share it); not used here
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, oneDNN prepacked"
+
+
+def default_backend(device: torch.device, dtype: torch.dtype) -> str:
+    """What engine.backend=auto picks: prepacked where it applies (fp32 on a CPU with oneDNN), else eager."""
+    ok = device.type == "cpu" and dtype == torch.float32 and torch.backends.mkldnn.is_available()
+    return "prepacked" if ok else "eager"
+
+
+def check_backend(name: str, device: torch.device, dtype: torch.dtype) -> None:
+    if name not in BACKENDS:
+        raise GooseError(f"unknown engine.backend '{name}'; choose from {', '.join(BACKENDS)} or auto.")
+    if name == "prepacked":
+        if device.type != "cpu":
+            raise GooseError(f"engine.backend=prepacked is a CPU path (the model is on {device.type}); "
+                             "use engine.backend=eager there.")
+        if dtype != torch.float32:
+            raise GooseError(f"engine.backend=prepacked runs fp32 weights (got {str(dtype).replace('torch.', '')}); "
+                             "use dtype=float32 or engine.backend=eager.")
+        if not torch.backends.mkldnn.is_available():
+            raise GooseError("engine.backend=prepacked needs a torch build with oneDNN (mkldnn); this one has "
+                             "none: use engine.backend=eager.")
+
+
+def apply_backend(model: nn.Module, name: str) -> nn.Module:
+    """Switch `model` (in place) to `name` and record it on the model (`goose_backend`), which the engine
+    reads. Eager leaves the model as loaded."""
+    device = next(model.parameters()).device
+    check_backend(name, device, next(model.parameters()).dtype)
+    current = backend_of(model)
+    if current == name:
+        return model
+    if current != "eager":
+        raise GooseError(f"this model object already runs engine.backend={current}; load it again for {name}.")
+    if name == "prepacked":
+        with torch.inference_mode(False), torch.no_grad():
+            for parent in list(model.modules()):
+                for child_name, child in list(parent.named_children()):
+                    if type(child) is nn.Linear:
+                        setattr(parent, child_name, PrepackedLinear(child))
+    model.goose_backend = name
+    return model
+
+
+def backend_of(model: nn.Module) -> str:
+    return getattr(model, "goose_backend", "eager")
