@@ -28,7 +28,11 @@ def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
     assert sum(int(x["new_tokens"]) for x in got) > sum(int(x["steps"]) for x in got)  # tau > 1
 
 
-def test_every_method_matches_hf_greedy(smollm2, tmp_path):
+@pytest.mark.parametrize("backend", ["eager", "prepacked"])
+def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
+    """Every method returns Hugging Face greedy's tokens on the same model object, on either backend."""
+    import copy
+
     from test_drafters import ABLATIONS
 
     from baselines.balanced_tree import BalancedTreeDrafter
@@ -37,6 +41,7 @@ def test_every_method_matches_hf_greedy(smollm2, tmp_path):
     from baselines.rest import RestDrafter, build
     from baselines.suffix import GooseSuffixDrafter, SuffixDrafter
     from baselines.token_recycling import TokenRecyclingDrafter
+    from goose.backends import apply_backend
     from goose.benchmarks import load_prompts
     from goose.decode import generate
     from goose.engine import Engine
@@ -44,6 +49,7 @@ def test_every_method_matches_hf_greedy(smollm2, tmp_path):
     from goose.timing import hf_greedy
 
     model, tok, stops = smollm2
+    model = apply_backend(copy.deepcopy(model), backend) if backend != "eager" else model
     engine = Engine(model)
     prompts = load_prompts("humaneval")[:1] + load_prompts("gsm8k")[:1] + load_prompts("mt_bench")[:1]
     build(tok, "smollm2-135m", "stdlib", tmp_path / "ds", 40, 200_000)
