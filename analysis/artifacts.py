@@ -40,7 +40,7 @@ TAU_NOTE = "tau = generated tokens / target forwards incl. prefill, pooled over 
 
 
 # What a row was measured on. Rows differing in any of these are different configurations.
-MODEL_IDENTITY = ["model_fingerprint", "dtype", "device"]
+MODEL_IDENTITY = ["model_fingerprint", "dtype", "device", "engine.backend"]
 PROMPTS_IDENTITY = ["prompts_fingerprint", "chat_template", "max_new_tokens"]
 RUN_SETTINGS = ["repeats", "warmup", "speedup_reference", "profile"]
 # How tokens were chosen: columns of their own (rows written before sampling existed are greedy).
@@ -74,6 +74,13 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     df["top_k"] = df.top_k.astype(int)
     df["seed"] = df.seed.astype(int)
     df["lossless"] = df["lossless"].astype(str).eq("True")
+    # Rows from before backends were chosen ran eager; MT-Bench rows from before benchmark.turns existed decoded
+    # first turns, Spec-Bench's both (the prompts fingerprint tells them apart; turns names the difference).
+    df["engine.backend"] = df["backend"].fillna("eager").astype(str) if "backend" in df else "eager"
+    turns = pd.to_numeric(df.get("benchmark.turns"), errors="coerce") if "benchmark.turns" in df else None
+    default_turns = df.benchmark.map({"mt_bench": 1, "spec_bench": 2})
+    df["benchmark.turns"] = (default_turns if turns is None else turns.where(default_turns.notna()).fillna(
+        default_turns)).map(lambda v: "" if pd.isna(v) else str(int(v)))
     # A full pass over the prompts repeated (trial=2, 3, ...): its rows are a configuration of their own.
     df["trial"] = pd.to_numeric(df["trial"], errors="coerce").fillna(1).astype(int) if "trial" in df else 1
     for c in ["config_hash", "memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
@@ -90,10 +97,8 @@ def load_rows(root: str | Path) -> pd.DataFrame:
         print(f"[analysis] {before - len(df)} repeated row(s) of one configuration and prompt: kept the latest")
     df["model"] = _distinguish(df, "model", MODEL_IDENTITY + [c for c in df if c.startswith("model.")
                                                               and c not in ("model.path", "model.name")])
-    # benchmark.turns decides which prompts exist: the prompts fingerprint says so already (rows written before
-    # the setting existed have none).
     df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [
-        c for c in df if c.startswith("benchmark.") and c not in ("benchmark.path", "benchmark.turns")])
+        c for c in df if c.startswith("benchmark.") and c != "benchmark.path"])
     # Budget and memory mode are columns of their own (grouped by, shown in tables), not part of a
     # method's name (budget=auto rows record the budget they build at, 60, in method.drafter.budget).
     # Lookahead's window seed follows the run's seed, a column of its own.
@@ -561,13 +566,16 @@ def to_latex(t: pd.DataFrame, index: bool) -> str:
     return tex.to_latex(index=index, float_format="%.3f", na_rep="--", escape=False)
 
 
-def write_table(t: pd.DataFrame, out: Path, name: str, title: str) -> list[Path]:
+def write_table(t: pd.DataFrame, out: Path, name: str, title: str, as_written: bool = False) -> list[Path]:
+    """md, tex and csv. `as_written`: every cell is text shown as it is ("1.00 ± 0.00" and "1.00" alike),
+    not reformatted as a number."""
     out.mkdir(parents=True, exist_ok=True)
     index = not isinstance(t.index, pd.RangeIndex)  # row numbers are not worth a column
     md = out / f"{name}.md"
     bold = _bold_alerts(t, lambda v: f"**{v}**")
     blanks = bold.astype(object).where(bold.notna(), None)  # tabulate leaves None cells empty, prints NaN as "nan"
-    md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{blanks.to_markdown(index=index, floatfmt='.3f', missingval='')}\n")
+    text = blanks.to_markdown(index=index, floatfmt=".3f", missingval="", disable_numparse=as_written)
+    md.write_text(f"# {title}\n\n{TAU_NOTE}.\n\n{text}\n")
     tex = out / f"{name}.tex"
     tex.write_text(to_latex(t, index))
     csv = out / f"{name}.csv"
@@ -776,4 +784,4 @@ def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]
     if name in FIGURES:
         return _save(FIGURES[name](df), out, name)
     title, fn = TABLES[name]
-    return write_table(fn(df), out, name, title)
+    return write_table(fn(df), out, name, title, as_written=name in EVERY_TRIAL)

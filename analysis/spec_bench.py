@@ -30,7 +30,7 @@ SHORT = {  # column names, as Spec-Bench's leaderboard abbreviates them
 }
 OVERALL = "overall"
 METRICS = ("speedup", "mean accepted tokens", "tau", "tokens/s")
-CONFIG = ["model", "method", "budget", "memory"]
+CONFIG = ["model", "benchmark", "method", "budget", "memory"]  # benchmark: a questions file, token limit, ...
 
 
 def spec_bench_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -40,8 +40,8 @@ def spec_bench_rows(df: pd.DataFrame) -> pd.DataFrame:
         raise SystemExit("spec_bench: no rows of benchmark=spec_bench; run `make reproduce-spec-bench` first")
     sub["category"] = sub["category"].fillna("").astype(str) if "category" in sub else ""
     if sub.category.eq("").any():
-        raise SystemExit("spec_bench: rows without a category (written before categories existed); rerun them "
-                         "in a new results_dir")
+        raise SystemExit("spec_bench: rows without a category (written before rows carried one); rerun those "
+                         "configurations in a new results_dir")
     sub["trial"] = pd.to_numeric(sub["trial"], errors="coerce").fillna(1).astype(int) if "trial" in sub else 1
     sub["budget"] = sub.budget.astype(str)
     return sub
@@ -137,7 +137,7 @@ def spec_bench_table(df: pd.DataFrame) -> pd.DataFrame:
     t["_rank"] = t.method.map(method_rank)
     t["_auto"] = t.budget.eq("auto")
     t["_metric"] = t.metric.map(METRICS.index)
-    t = t.sort_values(["model", "_rank", "method", "_auto", "budget", "memory", "_metric"])
+    t = t.sort_values(["model", "benchmark", "_rank", "method", "_auto", "budget", "memory", "_metric"])
     return t.drop(columns=["_rank", "_auto", "_metric"]).reset_index(drop=True)
 
 
@@ -153,7 +153,7 @@ def plot_spec_bench(df: pd.DataFrame):
     if long.empty:
         raise SystemExit("spec_bench_figure: no method but AR has spec_bench rows")
     configs = sorted({tuple(k) for k in long[CONFIG].itertuples(index=False)},
-                     key=lambda k: (k[0], method_rank(str(k[1])), str(k[1]), k[2] == "auto", k[2], k[3]))
+                     key=lambda k: (k[0], k[1], method_rank(str(k[2])), str(k[2]), k[3] == "auto", k[3], k[4]))
     models = {k[0] for k in configs}
     cats = [*dict.fromkeys(long.category[long.category != OVERALL]), OVERALL]
     colors = plt.get_cmap("tab10").colors
@@ -172,16 +172,17 @@ def plot_spec_bench(df: pd.DataFrame):
                         es.append(statistics.stdev(v) if len(v) > 1 else 0.0)
             ax.bar(xs, ys, w, yerr=es, capsize=2, color="black" if c == OVERALL else colors[j % 10],
                    label=SHORT.get(c, c) if c != OVERALL else "overall")
-        published = [(i, SPEC_BENCH_VICUNA7B[str(k[1]).split(" ")[0]]) for i, k in enumerate(configs)
-                     if str(k[1]).split(" ")[0] in SPEC_BENCH_VICUNA7B]
+        published = [(i, SPEC_BENCH_VICUNA7B[str(k[2]).split(" ")[0]]) for i, k in enumerate(configs)
+                     if str(k[2]).split(" ")[0] in SPEC_BENCH_VICUNA7B]
         if published:
             value = 0 if metric == "speedup" else 1
             ax.scatter([i + 0.4 - w / 2 for i, _ in published], [p[value] for _, p in published], marker="*",
                        s=90, color="red", zorder=3, label="Spec-Bench, Vicuna-7B A100 (overall)")
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_ylabel("speedup over AR (x)" if metric == "speedup" else "mean accepted tokens (prefill excluded)")
-    labels = [f"{m}\nB={b}, {mem}" if len(models) == 1 else f"{model}\n{m}\nB={b}, {mem}"
-              for model, m, b, mem in configs]
+    one = len(models) == 1 and len({k[1] for k in configs}) == 1
+    labels = [f"{m}\nB={b}, {mem}" if one else f"{model}\n{bench}\n{m}\nB={b}, {mem}"
+              for model, bench, m, b, mem in configs]
     axes[1].set_xticks(range(len(configs)), labels, fontsize=8)
     axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     where = ", ".join(sorted(models))

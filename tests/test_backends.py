@@ -34,6 +34,8 @@ def test_every_linear_is_prepacked_and_matches_eager_logits(tiny, packed):
         a, b = tiny(input_ids=ids).logits, packed(input_ids=ids).logits
     assert torch.allclose(a, b, atol=1e-4, rtol=1e-4)
     assert Engine(packed).backend == "prepacked" and Engine(tiny).backend == "eager"
+    kept = sum(p.numel() for p in packed.parameters())  # the plain weights are dropped but the output embeddings'
+    assert kept < sum(p.numel() for p in tiny.parameters()) * 0.8
 
 
 def test_a_row_does_not_depend_on_how_many_rows_share_the_forward():

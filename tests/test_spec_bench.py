@@ -36,6 +36,24 @@ def test_mt_bench_decodes_both_turns_unless_turns_is_1():
         load_prompts("mt_bench", turns=3)
 
 
+def _questions(tmp_path, rows):
+    data = tmp_path / "data" / "spec_bench"
+    data.mkdir(parents=True)
+    data.joinpath("question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(tmp_path / "data")
+
+
+def test_a_question_id_twice_is_refused_and_a_missing_category_is_named(tmp_path):
+    root = _questions(tmp_path, [{"question_id": 3, "category": "translation", "turns": ["a"]},
+                                 {"question_id": 3, "category": "qa", "turns": ["b"]}])
+    with pytest.raises(GooseError, match="question id '3' appears twice"):
+        load_prompts("spec_bench", root)
+    other = _questions(tmp_path / "x", [{"question_id": 1, "turns": ["a", "b"]}])
+    assert load_prompts("spec_bench", other)[0].category == "uncategorized"
+    assert load_prompts("spec_bench", other, turns=1)[0].later_turns == ()
+    assert load_prompts("spec_bench", other)[0].later_turns == ("b",)
+
+
 def _compose(*overrides):
     from hydra import compose, initialize_config_dir
 
@@ -137,6 +155,24 @@ def test_mean_accepted_tokens_pools_decoding_forwards():
     assert mean_accepted(pd.DataFrame({"new_tokens": [10, 1], "steps": [4, 1]})) == pytest.approx(9 / 3)
 
 
+def test_runs_of_another_benchmark_identity_or_backend_are_never_pooled(tmp_path):
+    """Same method, but a different token limit (another benchmark identity) or backend: rows of their own."""
+    write_rows(tmp_path / "a")
+    f = ResultsFile(tmp_path / "b" / "results.csv")
+    for (method, trial), wall in WALL.items():
+        for pid in ("81", "81#2", "161"):
+            f.append({"model": "m", "benchmark": "spec_bench", "method": method, "budget": "fixed", "memory": "none",
+                      "prompt_id": pid, "category": MULTI_TURN if pid.startswith("81") else "translation",
+                      "trial": trial, "new_tokens": 64, "steps": 64, "tau": 1.0, "wall_s": wall,
+                      "tokens_per_s": 64 / wall, "lossless": True, "config_hash": f"n64-{method}{trial}",
+                      "max_new_tokens": 64, "backend": "prepacked", "speedup_source": "self", "ar_wall_s": wall})
+    t = spec_bench_table(load_rows(tmp_path))
+    pld = t[t.method == "pld"]
+    assert len(pld) == 8 and pld.groupby(["model", "benchmark"]).ngroups == 2
+    assert set(pld.lossless) == {"9/9"} and set(pld.passes) == {3}
+    assert any("prepacked" in m for m in t.model) and any("max_new_tokens" in b for b in t.benchmark)
+
+
 def test_other_artifacts_read_the_first_pass_only(tmp_path):
     write_rows(tmp_path)
     df = load_rows(tmp_path)
@@ -174,9 +210,9 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
                         "--results", str(res), "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert a.returncode == 0, a.stderr[-2000:]
     t = (out / "spec_bench.csv").read_text().splitlines()
-    assert t[0].startswith("model,method,budget,memory,metric,MT,Trans,QA,overall,")
+    assert t[0].startswith("model,benchmark,method,budget,memory,metric,MT,Trans,QA,overall,")
     pld = [line for line in t if ",pld," in line]
     assert len(pld) == 4 and all(",2,3,8/8" in line for line in pld)  # 2 passes, 3 questions, lossless
-    assert all(cell for line in pld for cell in line.split(",")[5:9])  # every category filled
+    assert all(cell for line in pld for cell in line.split(",")[6:10])  # every category filled
     assert (out / "spec_bench_figure.png").stat().st_size > 0
 

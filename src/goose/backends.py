@@ -24,13 +24,15 @@ class PrepackedLinear(nn.Module):
     """nn.Linear on a oneDNN-reordered copy of its weight (`torch.ops.mkldnn`, what Inductor's weight
     freezing uses on CPU). Inputs and outputs are ordinary dense tensors."""
 
-    def __init__(self, linear: nn.Linear):
+    def __init__(self, linear: nn.Linear, keep_weight: bool = False):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.register_buffer("packed", torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), None),
                              persistent=False)
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
-        self.weight = linear.weight  # kept for code that reads it (tied embeddings share it); not used here
+        # The plain weight is dropped (else the layer's memory doubles), but for the output embeddings, which
+        # code reads (and tied input embeddings share): not used here.
+        self.weight = linear.weight if keep_weight else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
@@ -71,11 +73,12 @@ def apply_backend(model: nn.Module, name: str) -> nn.Module:
     if current != "eager":
         raise GooseError(f"this model object already runs engine.backend={current}; load it again for {name}.")
     if name == "prepacked":
+        output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
         with torch.inference_mode(False), torch.no_grad():
             for parent in list(model.modules()):
                 for child_name, child in list(parent.named_children()):
                     if type(child) is nn.Linear:
-                        setattr(parent, child_name, PrepackedLinear(child))
+                        setattr(parent, child_name, PrepackedLinear(child, keep_weight=child is output))
     model.goose_backend = name
     return model
 

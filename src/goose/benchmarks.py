@@ -123,17 +123,24 @@ CATEGORY_ORDER = (MULTI_TURN, *dict.fromkeys(v for v in SPEC_BENCH_CATEGORIES.va
 STRATIFIED = frozenset({"spec_bench"})  # n_prompts takes the first N of each category
 
 
+UNCATEGORIZED = "uncategorized"  # a Spec-Bench-style question file that names no category
+
+
 def mt_bench(root: Path, turns: int = 2) -> list[Prompt]:
     """MT-Bench: the first 80 Spec-Bench questions, with their second turn unless turns=1."""
     return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:turns]), r.get("category", ""))
             for r in _spec_bench(root)[:80]]
 
 
-def spec_bench(root: Path) -> list[Prompt]:
+def spec_bench(root: Path, turns: int = 2) -> list[Prompt]:
     """All 480 Spec-Bench questions in its six categories (a category the file names otherwise is kept as it
-    is); MT-Bench's carry their second turn."""
-    return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:]),
-                   SPEC_BENCH_CATEGORIES.get(r.get("category", ""), r.get("category", ""))) for r in _spec_bench(root)]
+    is); MT-Bench's carry their second turn unless turns=1."""
+    out = []
+    for r in _spec_bench(root):
+        given = str(r.get("category") or "") or UNCATEGORIZED
+        out.append(Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:turns]),
+                          SPEC_BENCH_CATEGORIES.get(given, given)))
+    return out
 
 
 def jsonl_file(path: str | None) -> list[Prompt]:
@@ -163,7 +170,7 @@ def jsonl_file(path: str | None) -> list[Prompt]:
     return out
 
 
-LOADERS: dict[str, Callable[[Path], list[Prompt]]] = {
+LOADERS: dict[str, Callable[..., list[Prompt]]] = {  # (data folder[, turns]) -> prompts
     "humaneval": humaneval,
     "mbpp": mbpp,
     "classeval": classeval,
@@ -173,15 +180,25 @@ LOADERS: dict[str, Callable[[Path], list[Prompt]]] = {
 }
 
 
+MULTI_TURN_BENCHMARKS = ("mt_bench", "spec_bench")  # benchmark.turns applies to these
+
+
 def load_prompts(name: str, data_root: str | None = None, path: str | None = None,
                  turns: int | None = None) -> list[Prompt]:
-    """A benchmark's prompts. `turns` (mt_bench only): 1 = first turns, 2 (default) = both."""
+    """A benchmark's prompts. `turns` (mt_bench, spec_bench): 1 = first turns only, 2 (default) = both.
+    Ids must be unique: rows, resume and the analysis are keyed by them."""
     if name == "jsonl":
         return jsonl_file(path)
     if name not in LOADERS:
         raise GooseError(f"unknown benchmark '{name}'; available: {', '.join([*LOADERS, 'jsonl'])}.")
-    if name == "mt_bench":
-        if turns not in (None, 1, 2):
-            raise GooseError(f"benchmark.turns must be 1 (first turns) or 2 (both turns) (got {turns!r}).")
-        return mt_bench(data_dir(data_root), turns or 2)
-    return LOADERS[name](data_dir(data_root))
+    if turns not in (None, 1, 2):
+        raise GooseError(f"benchmark.turns must be 1 (first turns) or 2 (both turns) (got {turns!r}).")
+    root = data_dir(data_root)
+    prompts = LOADERS[name](root, turns or 2) if name in MULTI_TURN_BENCHMARKS else LOADERS[name](root)
+    seen: set[str] = set()
+    for p in prompts:
+        if p.id in seen:
+            raise GooseError(f"benchmark '{name}' ({root}): question id '{p.id}' appears twice; each question "
+                             "needs its own id (rows and resume are keyed by it).")
+        seen.add(p.id)
+    return prompts
