@@ -216,3 +216,28 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
     assert all(cell for line in pld for cell in line.split(",")[6:10])  # every category filled
     assert (out / "spec_bench_figure.png").stat().st_size > 0
 
+
+
+def test_a_prompt_near_the_context_end_generates_until_it_is_full_ar_alike(tmp_path):
+    """A benchmark prompt whose max_new_tokens would overrun the model's context is capped, not refused: AR and
+    the method stop at the same length (rows record capped_at); one that cannot fit at all is refused."""
+    from goose.tiny import save_tiny
+
+    folder = save_tiny(tmp_path / "short", max_positions=256)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"id": "short", "prompt": "a b a b"}) + "\n"
+                       + json.dumps({"id": "long", "prompt": "a b c " * 16}) + "\n")
+    base = ["model=hf", f"model.path={folder}", "benchmark=jsonl", f"benchmark.path={prompts}", "budget=16",
+            "max_new_tokens=64", "speedup_reference=cached", f"results_dir={tmp_path / 'res'}"]
+    r = run_py("-m", *base, "method=ar,goose")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "1 prompt(s) (long) leave less than max_new_tokens=64" in r.stdout
+    for method, tag in (("ar", "Bfixed-Mnone-N64"), ("goose", "B16-Mprompt-N64")):
+        got = {x["prompt_id"]: x for x in rows(run_folder(tmp_path / "res", "short", "jsonl", method, tag)
+                                               / "results.csv")}
+        room = 256 - int(got["long"]["prompt_tokens"]) - (16 + 128)
+        assert 0 < room < 64 and got["long"]["capped_at"] == str(room) and got["short"]["capped_at"] == ""
+        assert int(got["long"]["new_tokens"]) <= room and all(x["lossless"] == "True" for x in got.values())
+    prompts.write_text(json.dumps({"id": "huge", "prompt": "a b c " * 40}) + "\n")
+    bad = run_py(*base, "method=pld", f"results_dir={tmp_path / 'res2'}")
+    assert bad.returncode == 2 and "not one new token fits" in bad.stderr

@@ -65,11 +65,7 @@ def single_prompt_text(cfg: DictConfig) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> None:
-    """Refuse a prompt whose generation and drafts (`nodes` per draft, incl. root) would not fit."""
-    if limit is None:
-        return
-    drafts = nodes + DRAFT_EXTRA
+def _check_budget(cfg: DictConfig, limit: int, drafts: int) -> None:
     if drafts + 1 >= limit:
         fix = (f"Use budget={limit - DRAFT_EXTRA - 2} or less." if limit > DRAFT_EXTRA + 2 else
                "Its context is too short for tree drafts: use method=ar.")
@@ -78,7 +74,31 @@ def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nod
             f"(the budget plus {DRAFT_EXTRA} for chain extension), which does not fit its context of {limit} "
             f"tokens. {fix}"
         )
-    if n + cfg.max_new_tokens + drafts > limit:
+
+
+def token_room(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> int:
+    """max_new_tokens, or fewer where the model's context ends first: the prompt, its generation and one
+    draft (`nodes` per draft, incl. root, plus chain extension) must fit. It depends on the prompt, the
+    budget and the model only, so AR and every method at one budget stop at the same length. A benchmark
+    run caps such prompts (rows record `capped_at`) rather than refusing them."""
+    if limit is None:
+        return cfg.max_new_tokens
+    drafts = nodes + DRAFT_EXTRA
+    _check_budget(cfg, limit, drafts)
+    room = min(cfg.max_new_tokens, limit - n - drafts)
+    if room < 1:
+        raise GooseError(
+            f"prompt '{prompt_id}' has {n} tokens; with drafts of up to {drafts} nodes not one new token fits in "
+            f"the model's context of {limit}. Shorten the prompt or use a model with a longer context."
+        )
+    return room
+
+
+def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> None:
+    """Refuse a prompt whose whole generation (max_new_tokens) and drafts would not fit (a single prompt: the
+    user asked for that many tokens)."""
+    if limit is not None and token_room(prompt_id, n, limit, cfg, nodes) < cfg.max_new_tokens:
+        drafts = nodes + DRAFT_EXTRA
         raise GooseError(
             f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
             f"up to {drafts} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "

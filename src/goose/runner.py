@@ -22,7 +22,7 @@ from goose.drafter import NO_MEMORY, Drafter, memory_label
 from goose.engine import Engine
 from goose.errors import GooseError
 from goose.fingerprints import prompts_fingerprint
-from goose.inputs import benchmark_prompts, build_input, check_length, single_prompt_text, turns_of
+from goose.inputs import benchmark_prompts, build_input, check_length, single_prompt_text, token_room, turns_of
 from goose.methods import budget_label, make_drafter
 from goose.metrics import summarize
 from goose.models import ModelIdentity, identify_model, load_model, stop_ids
@@ -166,9 +166,15 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
     sampling = Sampling.from_config(cfg)
     timer = Timer(engine, cfg.max_new_tokens, stops, cfg.repeats, cfg.speedup_reference, ident.conditions,
                   ReferenceStore(refs), TimingStore(refs / "timings"), trace=cfg.trace, sampling=sampling)
-    for p in todo:  # refuse an over-long prompt before spending time on the others
+    capped = []
+    for p in todo:  # refuse a prompt that cannot fit before spending time on the others
         ids = build_input(tok, [], p.text, cfg.chat_template)
-        check_length(p.id, len(ids), engine.max_positions, cfg, budget.nodes)
+        if token_room(p.id, len(ids), engine.max_positions, cfg, budget.nodes) < cfg.max_new_tokens:
+            capped.append(p.id)
+    if capped:
+        print(f"[goose] {len(capped)} prompt(s) ({', '.join(capped[:8])}{', ...' if len(capped) > 8 else ''}) leave "
+              f"less than max_new_tokens={cfg.max_new_tokens} of the model's context ({engine.max_positions}): "
+              "they generate until it is full, AR alike (rows record capped_at)", flush=True)
     for _ in range(cfg.warmup):
         generate(engine, build_input(tok, [], todo[0].text, cfg.chat_template), Drafter(),
                  min(16, cfg.max_new_tokens), stops)
@@ -188,20 +194,21 @@ def decode_all(cfg: DictConfig, drafter: Drafter, budget: Budget, prompts: list[
             history: list[tuple[str, str]] = []
             for rid, text in turns_of(prompt):
                 ids = build_input(tok, history, text, cfg.chat_template)
+                room = token_room(rid, len(ids), engine.max_positions, cfg, budget.nodes)
                 if rid in done:  # needed only for what follows it (a later turn, the drafter's memory): no row
-                    gen = generate(engine, ids, drafter, cfg.max_new_tokens, stops, sampling)
+                    gen = generate(engine, ids, drafter, room, stops, sampling)
                     history.append((text, tok.decode(gen.tokens, skip_special_tokens=True)))
                     continue
-                check_length(rid, len(ids), engine.max_positions, cfg, budget.nodes)
-                m = timer.measure(ids, drafter, reference_key(ident, ids, cfg, stops, env), turn)
+                m = timer.measure(ids, drafter, reference_key(ident, ids, cfg, stops, env, room), turn, room)
                 turn += 1
                 if cfg.trace:
                     write_trace(run_dir / "trace.jsonl", rid, drafter.take_trace())
                 if m.source == "self":
                     # Comparing AR with itself proves nothing: check it against HF generate instead (under
                     # sampling, HF's loop and cache with our noise added to its scores).
-                    m.ar_tokens = hf_greedy(model, ids, cfg.max_new_tokens, stops, sampling)
+                    m.ar_tokens = hf_greedy(model, ids, room, stops, sampling)
                 row = row_for(cfg, rid, prompt.category, ids, m, env, ident)
+                row["capped_at"] = room if room < cfg.max_new_tokens else ""
                 outputs.append(rid, ident.config_hash, m.gen.tokens, token_pieces(tok, m.gen.tokens), m.gen.origins)
                 results.append(row)
                 tracker.log_prompt(len(logged), row)

@@ -80,15 +80,15 @@ class Timer:
         self.sampling = sampling  # AR, the reference, samples with the method's settings and seed
         self.ar = Drafter()
 
-    def _gen(self, ids: list[int], drafter: Drafter) -> Generation:
+    def _gen(self, ids: list[int], drafter: Drafter, n: int) -> Generation:
         if self.trace and drafter.capabilities.trace:
             drafter.enable_trace()  # keep the last repeat's steps only
-        return generate(self.engine, ids, drafter, self.n, self.stops, self.sampling)
+        return generate(self.engine, ids, drafter, n, self.stops, self.sampling)
 
-    def _repeated(self, ids: list[int], drafter: Drafter) -> Generation:
-        return combine([self._gen(ids, drafter) for _ in range(self.repeats)])
+    def _repeated(self, ids: list[int], drafter: Drafter, n: int) -> Generation:
+        return combine([self._gen(ids, drafter, n) for _ in range(self.repeats)])
 
-    def _method(self, ids: list[int], drafter: Drafter):
+    def _method(self, ids: list[int], drafter: Drafter, n: int):
         """The method's generations of one prompt. Under memory=run every repeat starts from the state
         the prompt found (never from its own earlier answer), and the last one leaves the state a
         single run would: repeats measure the same work."""
@@ -100,7 +100,7 @@ class Timer:
             if runs and saved is not None:
                 drafter.restore_memory(saved)
             runs += 1
-            return self._gen(ids, drafter)
+            return self._gen(ids, drafter, n)
 
         return one
 
@@ -117,34 +117,36 @@ class Timer:
                  if t.get("repeats") == self.repeats and all(str(t.get(k)) == str(self.cond[k]) for k in keys)]
         return found[-1] if found else None
 
-    def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int) -> Measured:
-        """`turn` alternates who goes first under `interleaved`."""
+    def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int, room: int | None = None) -> Measured:
+        """`turn` alternates who goes first under `interleaved`; `room`: new tokens for this prompt where the
+        model's context allows fewer than max_new_tokens (the same for AR, and in `key`)."""
+        n = room or self.n
         if autoregressive(drafter):
-            gen = self._repeated(ids, drafter)
+            gen = self._repeated(ids, drafter, n)
             return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
-        method = self._method(ids, drafter)
+        method = self._method(ids, drafter, n)
         if self.mode == "interleaved":
             ars, gens = [], []
             for r in range(self.repeats):
                 if (turn + r) % 2 == 0:
-                    ars.append(self._gen(ids, self.ar))
+                    ars.append(self._gen(ids, self.ar, n))
                     gens.append(method())
                 else:
                     gens.append(method())
-                    ars.append(self._gen(ids, self.ar))
+                    ars.append(self._gen(ids, self.ar, n))
             ar = combine(ars)
             return Measured(combine(gens), ar.tokens, self._store(key, ar), "interleaved", key)
         if self.mode == "cached":
             timing = self._cached_timing(key)
             ref = self.refs.get(key)
             if timing is None or ref is None:
-                ar = self._repeated(ids, self.ar)
+                ar = self._repeated(ids, self.ar, n)
                 timing, ref = self._store(key, ar), {"tokens": ar.tokens}
             gen = combine([method() for _ in range(self.repeats)])
             return Measured(gen, ref["tokens"], timing, "cached", key)
         ref = self.refs.get(key)
         if ref is None:  # tau needs no timing, but losslessness needs AR's tokens
-            ar = self._gen(ids, self.ar)
+            ar = self._gen(ids, self.ar, n)
             self.refs.put(key, {"tokens": ar.tokens})
             ref = {"tokens": ar.tokens}
         gen = combine([method() for _ in range(self.repeats)])
@@ -185,7 +187,8 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
     return out[0, len(ids) :].tolist()
 
 
-def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict) -> str:
+def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict,
+                  room: int | None = None) -> str:
     """Everything that decides AR's tokens for this input (and the conditions its timing is compared under).
     Sampling settings enter only when sampling (greedy keys stay what they were); the trial only after the
     first, so that each full pass over the prompts times AR afresh under `cached`."""
@@ -194,7 +197,8 @@ def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: fr
                    "model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
                    "device": ident.device.type, "device_name": env["device_name"],
                    "threads": ident.conditions["threads"], "backend": ident.conditions["backend"],
-                   "max_new_tokens": cfg.max_new_tokens, "stops": sorted(stops), "chat_template": cfg.chat_template,
+                   "max_new_tokens": room or cfg.max_new_tokens, "stops": sorted(stops),
+                   "chat_template": cfg.chat_template,
                    "torch": env["torch"], "transformers": env["transformers"]}, 24)
 
 
