@@ -97,8 +97,11 @@ def token_room(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes
 def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> None:
     """Refuse a prompt whose whole generation (max_new_tokens) and drafts would not fit (a single prompt: the
     user asked for that many tokens)."""
-    if limit is not None and token_room(prompt_id, n, limit, cfg, nodes) < cfg.max_new_tokens:
-        drafts = nodes + DRAFT_EXTRA
+    if limit is None:
+        return
+    drafts = nodes + DRAFT_EXTRA
+    _check_budget(cfg, limit, drafts)
+    if n + cfg.max_new_tokens + drafts > limit:
         raise GooseError(
             f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
             f"up to {drafts} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
