@@ -77,10 +77,10 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     # Rows from before backends were chosen ran eager; MT-Bench rows from before benchmark.turns existed decoded
     # first turns, Spec-Bench's both (the prompts fingerprint tells them apart; turns names the difference).
     df["engine.backend"] = df["backend"].fillna("eager").astype(str) if "backend" in df else "eager"
-    turns = pd.to_numeric(df.get("benchmark.turns"), errors="coerce") if "benchmark.turns" in df else None
-    default_turns = df.benchmark.map({"mt_bench": 1, "spec_bench": 2})
-    df["benchmark.turns"] = (default_turns if turns is None else turns.where(default_turns.notna()).fillna(
-        default_turns)).map(lambda v: "" if pd.isna(v) else str(int(v)))
+    before = df.benchmark.map({"mt_bench": 1, "spec_bench": 2})  # NaN: turns mean nothing to other benchmarks
+    given = pd.to_numeric(df["benchmark.turns"], errors="coerce") if "benchmark.turns" in df else before
+    df["benchmark.turns"] = given.fillna(before).where(before.notna()).map(lambda v: "" if pd.isna(v) else
+                                                                          str(int(v)))
     # A full pass over the prompts repeated (trial=2, 3, ...): its rows are a configuration of their own.
     df["trial"] = pd.to_numeric(df["trial"], errors="coerce").fillna(1).astype(int) if "trial" in df else 1
     for c in ["config_hash", "memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:

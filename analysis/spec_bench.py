@@ -34,7 +34,8 @@ CONFIG = ["model", "benchmark", "method", "budget", "memory"]  # benchmark: a qu
 
 
 def spec_bench_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the spec_bench benchmark (every model, method, budget and memory mode), with their pass."""
+    """Rows of the spec_bench benchmark (every model, method, budget and memory mode); load_rows gave each its
+    pass (`trial`)."""
     sub = df[df.benchmark.astype(str).str.split(" ").str[0].eq("spec_bench")].copy()
     if sub.empty:
         raise SystemExit("spec_bench: no rows of benchmark=spec_bench; run `make reproduce-spec-bench` first")
@@ -42,7 +43,6 @@ def spec_bench_rows(df: pd.DataFrame) -> pd.DataFrame:
     if sub.category.eq("").any():
         raise SystemExit("spec_bench: rows without a category (written before rows carried one); rerun those "
                          "configurations in a new results_dir")
-    sub["trial"] = pd.to_numeric(sub["trial"], errors="coerce").fillna(1).astype(int) if "trial" in sub else 1
     sub["budget"] = sub.budget.astype(str)
     return sub
 

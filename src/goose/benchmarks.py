@@ -109,20 +109,18 @@ def _spec_bench(root: Path) -> list[dict]:
 
 # Spec-Bench's six categories, in its order, as it names them; its file tags the 80 MT-Bench questions with
 # MT-Bench's own categories (writing, roleplay, ...), which all count as multi-turn conversation.
+MULTI_TURN = "multi-turn conversation"
 MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
-SPEC_BENCH_CATEGORIES = {
+CATEGORY_NAMES = {  # the file's name -> Spec-Bench's
     "translation": "translation",
     "summarization": "summarization",
     "qa": "question answering",
     "math_reasoning": "mathematical reasoning",
     "rag": "retrieval-augmented generation",
 }
-MULTI_TURN = "multi-turn conversation"
-SPEC_BENCH_CATEGORIES.update(dict.fromkeys(MT_BENCH_CATEGORIES, MULTI_TURN))
-CATEGORY_ORDER = (MULTI_TURN, *dict.fromkeys(v for v in SPEC_BENCH_CATEGORIES.values() if v != MULTI_TURN))
+CATEGORY_ORDER = (MULTI_TURN, *CATEGORY_NAMES.values())
+SPEC_BENCH_CATEGORIES = {**CATEGORY_NAMES, **dict.fromkeys(MT_BENCH_CATEGORIES, MULTI_TURN)}
 STRATIFIED = frozenset({"spec_bench"})  # n_prompts takes the first N of each category
-
-
 UNCATEGORIZED = "uncategorized"  # a Spec-Bench-style question file that names no category
 
 
@@ -183,6 +181,11 @@ LOADERS: dict[str, Callable[..., list[Prompt]]] = {  # (data folder[, turns]) ->
 MULTI_TURN_BENCHMARKS = ("mt_bench", "spec_bench")  # benchmark.turns applies to these
 
 
+def check_turns(turns) -> None:
+    if turns not in (None, 1, 2):
+        raise GooseError(f"benchmark.turns must be 1 (first turns only) or 2 (both turns) (got {turns!r}).")
+
+
 def load_prompts(name: str, data_root: str | None = None, path: str | None = None,
                  turns: int | None = None) -> list[Prompt]:
     """A benchmark's prompts. `turns` (mt_bench, spec_bench): 1 = first turns only, 2 (default) = both.
@@ -191,8 +194,7 @@ def load_prompts(name: str, data_root: str | None = None, path: str | None = Non
         return jsonl_file(path)
     if name not in LOADERS:
         raise GooseError(f"unknown benchmark '{name}'; available: {', '.join([*LOADERS, 'jsonl'])}.")
-    if turns not in (None, 1, 2):
-        raise GooseError(f"benchmark.turns must be 1 (first turns) or 2 (both turns) (got {turns!r}).")
+    check_turns(turns)
     root = data_dir(data_root)
     prompts = LOADERS[name](root, turns or 2) if name in MULTI_TURN_BENCHMARKS else LOADERS[name](root)
     seen: set[str] = set()

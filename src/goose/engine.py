@@ -203,14 +203,12 @@ def _sync(device: torch.device) -> None:
 class Engine:
     """Owns the model and one KV cache; prefill, then verify drafts until done."""
 
-    backend = "eager"  # how the target's forward runs (goose.backends); part of every reference and timing key
-
     def __init__(self, model, profile: bool = False):
         from goose.backends import backend_of
 
         check_supported(model.config)
         self.model = model
-        self.backend = backend_of(model)
+        self.backend = backend_of(model)  # how the forward runs (goose.backends); in every reference/timing key
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         self.mask_min = torch.finfo(self.dtype).min

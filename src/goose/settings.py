@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from goose.benchmarks import check_turns
 from goose.errors import GooseError
 from goose.fingerprints import digest
 from goose.models import resolve_device, resolve_dtype
@@ -35,9 +36,7 @@ def validate(cfg: DictConfig) -> None:
     if not _whole(cfg.get("trial", 1), 1):
         raise GooseError(f"trial must be an integer >= 1: which full pass over the prompts this run is "
                          f"(got {cfg.trial!r}).")
-    turns = cfg.benchmark.get("turns")
-    if turns is not None and turns not in (1, 2):
-        raise GooseError(f"benchmark.turns must be 1 (first turns only) or 2 (both turns) (got {turns!r}).")
+    check_turns(cfg.benchmark.get("turns"))
     if cfg.speedup_reference not in MODES:
         raise GooseError(f"speedup_reference must be one of {', '.join(MODES)} (got {cfg.speedup_reference!r}).")
     if cfg.prompt is not None and cfg.prompt_file is not None:
