@@ -25,7 +25,7 @@ from analysis.paper import (  # noqa: E402
     TABLE1_TAU,
 )
 from analysis.spec_bench import plot_spec_bench, spec_bench_table  # noqa: E402
-from goose.metrics import FIXED, summarize  # noqa: E402
+from goose.metrics import FIXED, SAME_CONDITIONS, summarize  # noqa: E402
 from goose.results import ReferenceStore  # noqa: E402
 
 ABLATIONS = {
@@ -50,8 +50,11 @@ SAMPLING = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0}
 
 # Read as text, never as numbers: a hash like 6e6088296560 would parse as inf (and two such configurations
 # would merge), an id like 007 would lose its zeros.
+# The conditions a speedup is checked under too: a column with a blank in another file reads as float, and
+# threads 1 against ar_threads 1.0 would call every timing stale.
 TEXT_COLUMNS = {c: str for c in ("config_hash", "prompt_id", "model_fingerprint", "prompts_fingerprint",
-                                 "reference_key", "sweep_id", "ar_sweep_id", "host", "ar_host")}
+                                 "reference_key", "sweep_id", "ar_sweep_id",
+                                 *SAME_CONDITIONS, *(f"ar_{k}" for k in SAME_CONDITIONS))}
 
 
 def load_rows(root: str | Path) -> pd.DataFrame:
@@ -74,6 +77,7 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     df["top_k"] = df.top_k.astype(int)
     df["seed"] = df.seed.astype(int)
     df["lossless"] = df["lossless"].astype(str).eq("True")
+    df = df.copy()  # one block again after the concat, before columns are added
     # Rows from before backends were chosen ran eager; MT-Bench rows from before benchmark.turns existed decoded
     # first turns, Spec-Bench's both (the prompts fingerprint tells them apart; turns names the difference).
     df["engine.backend"] = df["backend"].fillna("eager").astype(str) if "backend" in df else "eager"

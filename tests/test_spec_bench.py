@@ -241,3 +241,18 @@ def test_a_prompt_near_the_context_end_generates_until_it_is_full_ar_alike(tmp_p
     prompts.write_text(json.dumps({"id": "huge", "prompt": "a b c " * 40}) + "\n")
     bad = run_py(*base, "method=pld", f"results_dir={tmp_path / 'res2'}")
     assert bad.returncode == 2 and "not one new token fits" in bad.stderr
+
+
+def test_a_blank_timing_column_in_another_file_does_not_make_speedups_stale(tmp_path):
+    """threads 1 vs ar_threads read as 1.0 (a blank elsewhere makes the column float) once called every
+    timing stale and left the speedup cells empty with exit 0."""
+    write_rows(tmp_path / "spec")
+    for f in (tmp_path / "spec").rglob("results.csv"):
+        lines = f.read_text().splitlines()
+        f.write_text("\n".join([lines[0] + ",threads,ar_threads"] + [x + ",1,1" for x in lines[1:]]) + "\n")
+    ResultsFile(tmp_path / "other" / "results.csv").append(
+        {"model": "m", "benchmark": "gsm8k", "method": "pld", "budget": "fixed", "memory": "none", "prompt_id": "0",
+         "new_tokens": 8, "steps": 4, "tau": 2.0, "wall_s": 1.0, "tokens_per_s": 8.0, "lossless": True,
+         "config_hash": "other", "threads": 1, "ar_threads": "", "speedup_source": "none", "ar_wall_s": ""})
+    t = spec_bench_table(load_rows(tmp_path)).set_index(["method", "metric"])
+    assert t.loc[("pld", "speedup"), "overall"] == "2.17 ± 0.29"
