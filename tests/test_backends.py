@@ -10,7 +10,7 @@ from torch import nn
 from goose.backends import PrepackedLinear, apply_backend, backend_of, default_backend
 from goose.decode import generate
 from goose.drafter import Drafter
-from goose.engine import Engine
+from goose.engine import Draft, Engine
 from goose.errors import GooseError
 from goose.methods import load_method, make_drafter, method_names
 
@@ -46,6 +46,31 @@ def test_a_row_does_not_depend_on_how_many_rows_share_the_forward():
         whole = lin(x)
         alone = torch.cat([lin(x[:, i : i + 1]) for i in range(17)], dim=1)
     assert torch.allclose(whole, alone, atol=1e-5)
+
+
+def test_masked_attention_over_the_grouped_heads_computes_what_sdpa_computes(packed):
+    """prepacked attends to the key/value heads as stored (no repeat_kv copy); a tree verification gives
+    bit-identical logits to transformers' own sdpa on the same weights."""
+    from goose.backends import KV_HEADS_ATTENTION
+
+    assert packed.config._attn_implementation == KV_HEADS_ATTENTION and packed.config.num_key_value_heads < \
+        packed.config.num_attention_heads
+    g = torch.Generator().manual_seed(5)
+    prompt = torch.randint(0, 250, (37,), generator=g).tolist()
+    tree = torch.randint(0, 250, (9,), generator=g).tolist()
+
+    def logits(implementation):
+        packed.set_attn_implementation(implementation)
+        engine = Engine(packed)
+        engine.prefill(prompt)
+        res = engine.verify(Draft(tree, [-1, 0, 0, 1, 1, 2, 3, 3, 6]), topk=8)
+        return res.topk_scores, res.topk_ids
+
+    try:
+        ours, theirs = logits(KV_HEADS_ATTENTION), logits("sdpa")
+    finally:
+        packed.set_attn_implementation(KV_HEADS_ATTENTION)
+    assert torch.equal(ours[0], theirs[0]) and torch.equal(ours[1], theirs[1])
 
 
 @pytest.mark.parametrize("name", method_names())

@@ -81,16 +81,16 @@ def _model_config(name: str):
                      "existing file or folder, and not a hub id (org/name).")
 
 
-def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = False, backend: str = "eager") -> Model:
+def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = False, backend: str = "auto") -> Model:
     """A model by config name (`smollm2-135m`, `vicuna-7b`, ...), local GGUF file or HF folder, or hub id.
-    `backend`: how its forward runs (goose.backends: eager, prepacked, auto)."""
+    `backend`: how its forward runs (goose.backends: eager, prepacked, or auto: prepacked for fp32 on a CPU)."""
     cfg, how = _model_config(str(name))
     if not quiet:
         print(f"[goose] loading {name} as {how}", file=sys.stderr, flush=True)
     return load_config(cfg, device, dtype, backend)
 
 
-def load_config(cfg, device: str = "auto", dtype: str = "auto", backend: str = "eager") -> Model:
+def load_config(cfg, device: str = "auto", dtype: str = "auto", backend: str = "auto") -> Model:
     """A model from a conf/model config (as run.py composes it)."""
     from goose.backends import apply_backend, default_backend
 

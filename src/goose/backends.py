@@ -1,10 +1,17 @@
-"""How the target's forward runs: `eager` (PyTorch as loaded) or `prepacked` (CPU, fp32: every linear
-layer on weights reordered once into oneDNN's blocked layout).
+"""How the target's forward runs: `eager` (PyTorch and transformers as loaded) or `prepacked` (CPU, fp32:
+every linear layer on weights reordered once into oneDNN's blocked layout, and attention over several
+query tokens reading the key/value heads as stored).
 
 Why prepacking: on a CPU a forward over a few tokens is bound by reading the weights; `F.linear` reads
 them in their plain layout through a generic GEMM, oneDNN's prepacked path reads a layout made for its
 kernels, so a one-token forward gets cheaper and verifying 2-16 tokens costs little more than one (see
 `make bench`, which measures both cost curves in one run). The reorder is paid once, at load.
+
+Why the attention change: with a mask (every tree verification) and more than one query token,
+transformers' SDPA path copies each layer's whole key/value cache into one head per query head
+(`repeat_kv`, grouped-query models such as SmolLM2 and Llama 3) before attending, a copy as large as
+the cache at every layer and forward. PyTorch's CPU kernel takes the grouped heads as they are
+(`enable_gqa`) and computes the same numbers (checked in tests/test_backends.py).
 
 A backend changes the floating-point order of the sums, so its tokens are compared with AR on the same
 backend only: the backend is part of every config hash, reference key and timing key.
@@ -18,6 +25,31 @@ from torch import nn
 from goose.errors import GooseError
 
 BACKENDS = ("eager", "prepacked")
+KV_HEADS_ATTENTION = "goose_kv_heads"  # the attention implementation prepacked models run (registered below)
+
+
+def kv_heads_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None,
+                       **kwargs):
+    """transformers' SDPA attention, but a masked forward over several query tokens attends to the grouped
+    key/value heads in place (`enable_gqa`) instead of repeating them per query head first."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    plain = kwargs.get("position_bias") is None and kwargs.get("softcap") is None and not dropout
+    if groups == 1 or attention_mask is None or query.shape[2] == 1 or not plain or query.device.type != "cpu":
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask,
+                                                           scale=scaling, enable_gqa=True)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register_attention() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(KV_HEADS_ATTENTION, kv_heads_attention)
+    AttentionMaskInterface.register(KV_HEADS_ATTENTION, sdpa_mask)  # masks are built as for sdpa
 
 
 class PrepackedLinear(nn.Module):
@@ -79,6 +111,9 @@ def apply_backend(model: nn.Module, name: str) -> nn.Module:
                 for child_name, child in list(parent.named_children()):
                     if type(child) is nn.Linear:
                         setattr(parent, child_name, PrepackedLinear(child, keep_weight=child is output))
+        if model.config._attn_implementation == "sdpa":
+            _register_attention()
+            model.set_attn_implementation(KV_HEADS_ATTENTION)
     model.goose_backend = name
     return model
 

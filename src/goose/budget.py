@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 DEFAULT_WIDTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 AUTO_BUILD_NODES = 60  # under budget=auto a drafter builds its tree at this budget, then prunes it
+# Part of a cached cost profile's name: raised whenever the engine or a backend changes what a forward costs
+# (2: the in-place KV cache and prepacked's grouped-head attention), so no curve of older code is reused.
+COST_PROFILE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -152,12 +155,12 @@ class AutoBudget:
 
 def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> CostCurve:
     """The verification cost curve of this model on this machine, measured once and cached, keyed by
-    the model's content, device, dtype, threads, backend and torch version."""
+    the model's content, device, dtype, threads, backend, torch version and the engine's cost revision."""
     from goose.models import cache_root
 
     where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
     key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
-           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}.json")
+           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}.json")
     path = cache_root() / "profiles" / key
     if path.is_file():
         return CostCurve.load(path)

@@ -81,7 +81,8 @@ def main(extra: list[str] | tuple[str, ...] = ()) -> int:
     first = next(iter(goose.values()))
     sampled = f", temperature {cfg.temperature}" if cfg.temperature else ""
     print(f"\nGOOSE (budget=auto) vs AR: {cfg.benchmark.name}, {first['model']}, {cfg.max_new_tokens} new tokens"
-          f"{sampled}, {first['device']} {first['dtype']}, {first['threads']} thread(s). tau = tokens per target "
+          f"{sampled}, {first['device']} {first['dtype']}, engine.backend={first['backend']}, "
+          f"{first['threads']} thread(s). tau = tokens per target "
           "forward; speedup = AR wall time / GOOSE wall time on the same prompt; lossless = GOOSE's tokens equal "
           "AR's\n")
     print("\n".join(comparison(goose)))

@@ -235,11 +235,11 @@ class Engine:
         With topk > 0 every prompt position's logits are kept for harvesting; otherwise
         only the last position's, as Hugging Face generate does.
         """
-        from transformers import DynamicCache
+        from goose.kv_cache import new_cache
 
         if not prompt:
             raise GooseError("empty prompt: nothing to condition on.")
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = new_cache(self.model.config)
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
         bonus = sampler.pick(logits[-1], len(prompt)) if sampler else int(logits[-1].argmax())
@@ -302,27 +302,28 @@ class Engine:
 
     @torch.inference_mode()
     def measure_cost(self, widths: list[int], context_len: int = 256, repeats: int = 3) -> list[float]:
-        """Median seconds of one verification of T nodes after a `context_len` prefix, per T."""
+        """Median seconds of one verification of T nodes after a `context_len` prefix, per T.
+
+        The widths take turns (one round over all of them, `repeats` times, after a warm-up round), so
+        a slow spell of a shared machine lands on every width alike instead of bending the curve."""
         import statistics
 
         vocab = self.model.config.get_text_config(decoder=True).vocab_size
         g = torch.Generator().manual_seed(0)
         self.prefill(torch.randint(0, vocab, (context_len,), generator=g).tolist())
-        out = []
-        for T in widths:
-            draft = Draft.chain(torch.randint(0, vocab, (T,), generator=g).tolist())
-            times = []
-            for _ in range(repeats + 1):  # the first run warms up
+        drafts = [Draft.chain(torch.randint(0, vocab, (T,), generator=g).tolist()) for T in widths]
+        times: list[list[float]] = [[] for _ in widths]
+        for _ in range(repeats + 1):  # the first round warms up
+            for i, draft in enumerate(drafts):
                 _sync(self.device)
                 t0 = time.perf_counter()
                 self.verify(draft)
                 _sync(self.device)
-                times.append(time.perf_counter() - t0)
+                times[i].append(time.perf_counter() - t0)
                 if self.cache_len > context_len:
                     self.cache.crop(-(self.cache_len - context_len))
-            out.append(statistics.median(times[1:]))
         self.cache = None
-        return out
+        return [statistics.median(t[1:]) for t in times]
 
     def _compact(self, P: int, T: int, path: list[int]) -> None:
         """Move the accepted nodes' keys/values to P..P+n-1 and crop the rest: O(n)."""

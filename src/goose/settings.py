@@ -53,7 +53,7 @@ def resolved_backend(cfg: DictConfig, device: torch.device, dtype: torch.dtype) 
     """engine.backend, checked against the device and dtype (auto: prepacked for fp32 on CPU, else eager)."""
     from goose.backends import check_backend, default_backend
 
-    name = cfg.get("engine", {}).get("backend", "eager")
+    name = cfg.get("engine", {}).get("backend", "auto")
     name = default_backend(device, dtype) if name == "auto" else name
     check_backend(name, device, dtype)
     return name

@@ -1,0 +1,59 @@
+"""The in-place KV cache: what attention reads, crops and the engine's compaction give exactly what
+Hugging Face's concatenating cache gives, also across a buffer's growth."""
+
+import torch
+from transformers import DynamicCache
+
+from goose import kv_cache
+from goose.decode import generate
+from goose.drafter import Drafter
+from goose.engine import Draft, Engine
+from goose.kv_cache import InPlaceLayer, new_cache
+
+
+def test_update_crop_and_growth_match_the_concatenating_layer(monkeypatch):
+    monkeypatch.setattr(kv_cache, "CHUNK", 8)  # small buffers: the steps below grow them three times
+    from transformers.cache_utils import DynamicLayer
+
+    g = torch.Generator().manual_seed(0)
+    ours, theirs = InPlaceLayer(), DynamicLayer()
+    for n, crop in [(5, 0), (1, 0), (6, -4), (9, -1), (1, 0), (20, -15), (3, -3)]:
+        k, v = torch.randn(1, 2, n, 4, generator=g), torch.randn(1, 2, n, 4, generator=g)
+        a, b = ours.update(k, v), theirs.update(k, v)
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+        ours.crop(crop)
+        theirs.crop(crop)
+        assert ours.get_seq_length() == theirs.get_seq_length()
+        assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values)
+    assert ours._k.shape[-2] % 8 == 0 and ours._k.shape[-2] >= ours.get_seq_length()
+
+
+def test_the_engine_decodes_the_same_logits_on_either_cache(tiny, prompts, monkeypatch):
+    """Trees verified and compacted on the in-place cache give bit-identical top-k to the same steps on
+    transformers' DynamicCache (and so the same tokens)."""
+    g = torch.Generator().manual_seed(3)
+    steps = [Draft(torch.randint(0, 250, (T,), generator=g).tolist(), [-1] + [(i - 1) // 2 for i in range(1, T)])
+             for T in (1, 7, 3, 12, 1, 5)]
+
+    def run():
+        engine = Engine(tiny)
+        out = [engine.prefill(prompts[0], topk=4).topk_ids]
+        for d in steps:
+            res = engine.verify(d, topk=4)
+            out += [res.topk_ids, res.topk_scores, torch.tensor(res.path)]
+        return out, engine.cache_len
+
+    monkeypatch.setattr(kv_cache, "CHUNK", 16)
+    ours, n = run()
+    monkeypatch.setattr("goose.kv_cache.new_cache", lambda config: DynamicCache(config=config))
+    theirs, m = run()
+    assert n == m and all(torch.equal(a, b) for a, b in zip(ours, theirs))
+
+
+def test_new_cache_layers_grow_in_place(tiny):
+    cache = new_cache(tiny.config)
+    assert len(cache.layers) == tiny.config.num_hidden_layers
+    assert all(isinstance(layer, InPlaceLayer) for layer in cache.layers)
+    engine = Engine(tiny)
+    toks = generate(engine, list(range(40, 90)), Drafter(), 30).tokens
+    assert isinstance(engine.cache.layers[0], InPlaceLayer) and len(toks) == 30
