@@ -76,9 +76,9 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
         backend = "eager"
         calls = 0
 
-        def measure_cost(self, widths):
+        def measure_rounds(self, widths, repeats):
             Engine.calls += 1
-            return [0.01 * w for w in widths]
+            return [[0.01 * w] * repeats for w in widths]
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path))
     a = ModelIdentity("model", "aaaa", "/x/model", "hf", "/x/model")
@@ -92,6 +92,23 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
     assert Engine.calls == 3
     names = sorted(p.name for p in (tmp_path / "profiles").iterdir())
     assert len(names) == 3 and sum("aaaa" in n for n in names) == 2 and all("threads" in n for n in names)
+
+
+def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
+    """Rounds that disagree (another process had the cores for a while) are not kept as the hardware's curve."""
+    from goose.budget import measure_quietly
+
+    class Busy:
+        attempts = 0
+
+        def measure_rounds(self, widths, repeats):
+            Busy.attempts += 1
+            slow = 3.0 if Busy.attempts == 1 else 1.0  # busy during the first measurement's second round
+            return [[0.01 * w, 0.01 * w * slow, 0.01 * w] + [0.01 * w] * (repeats - 3) for w in widths]
+
+    secs = measure_quietly(Busy(), [1, 8], repeats=5)
+    assert Busy.attempts == 2 and secs == [0.01, 0.08]
+    assert "busy while measuring: rounds 3.00x apart; measuring again" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3)])

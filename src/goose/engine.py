@@ -300,14 +300,18 @@ class Engine:
             res.overhead_s = (t1 - t0) + (t3 - t2)
         return res
 
-    @torch.inference_mode()
     def measure_cost(self, widths: list[int], context_len: int = 256, repeats: int = 3) -> list[float]:
-        """Median seconds of one verification of T nodes after a `context_len` prefix, per T.
+        """Median seconds of one verification of T nodes after a `context_len` prefix, per T."""
+        import statistics
+
+        return [statistics.median(t) for t in self.measure_rounds(widths, context_len, repeats)]
+
+    @torch.inference_mode()
+    def measure_rounds(self, widths: list[int], context_len: int = 256, repeats: int = 3) -> list[list[float]]:
+        """Seconds of one verification of T nodes after a `context_len` prefix: per T, one time per round.
 
         The widths take turns (one round over all of them, `repeats` times, after a warm-up round), so
         a slow spell of a shared machine lands on every width alike instead of bending the curve."""
-        import statistics
-
         vocab = self.model.config.get_text_config(decoder=True).vocab_size
         g = torch.Generator().manual_seed(0)
         self.prefill(torch.randint(0, vocab, (context_len,), generator=g).tolist())
@@ -323,7 +327,7 @@ class Engine:
                 if self.cache_len > context_len:
                     self.cache.crop(-(self.cache_len - context_len))
         self.cache = None
-        return [statistics.median(t[1:]) for t in times]
+        return [t[1:] for t in times]
 
     def _compact(self, P: int, T: int, path: list[int]) -> None:
         """Move the accepted nodes' keys/values to P..P+n-1 and crop the rest: O(n)."""
