@@ -6,6 +6,8 @@ linear layers of the decoder, the lm_head (49k rows for SmolLM2, computed for ev
 every node's argmax and the adjacency drafters its top-k), attention, the KV cache's own copies, the
 engine's top-k, and everything else (norms, rotary, activations, residuals, reshapes). The wall time of
 the same forward unprofiled is printed beside it, then the cost curve at each thread count asked for.
+"copies" are concatenations, copies and gathers wherever they run: the KV cache's writes, eager's
+`repeat_kv` (attention's key/value heads copied per query head), rotary's `rotate_half`, the embedding.
 
     python experiments/forward_costs.py [--widths 1 4 8 16 32] [--context 256] [--threads 1 2]
 
@@ -30,9 +32,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from goose.backends import apply_backend, default_backend  # noqa: E402
 from goose.engine import Draft, Engine  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
-from goose.models import load_model, model_config  # noqa: E402
+from goose.models import identify_model, load_model, model_config  # noqa: E402
 
-PARTS = ("linear", "lm_head", "attention", "kv cache", "top-k", "other")
+PARTS = ("linear", "lm_head", "attention", "copies", "top-k", "other")
 
 
 def part_of(name: str, shapes, vocab: int) -> str:
@@ -41,7 +43,7 @@ def part_of(name: str, shapes, vocab: int) -> str:
     if "attention" in name:
         return "attention"
     if name in ("aten::cat", "aten::copy_", "aten::index_select"):
-        return "kv cache"
+        return "copies"
     if name in ("aten::topk", "aten::amax", "aten::gather", "aten::argmax"):
         return "top-k"
     return "other"
@@ -87,18 +89,19 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=None,
                     help="cost curves at these thread counts (default: 1 and this machine's default)")
     args = ap.parse_args()
-    if min(args.widths) < 1 or args.context < 1 or args.repeats < 1:
-        ap.error("--widths, --context and --repeats must be >= 1")
+    if min(args.widths) < 1 or args.context < 1 or args.repeats < 1 or min(args.threads or [1]) < 1:
+        ap.error("--widths, --context, --repeats and --threads must be >= 1")
     try:
         cfg = model_config(args.model, args.model_path)
         model, _, device, dtype = load_model(cfg, "cpu", "float32")
+        label = identify_model(cfg).label
     except GooseError as e:
         ap.exit(2, f"error: {e}\n")
     vocab = model.config.get_text_config(decoder=True).vocab_size
     backends = list(dict.fromkeys(["eager", default_backend(device, dtype)]))
     engines = {b: Engine(model if b == "eager" else apply_backend(copy.deepcopy(model), b)) for b in backends}
     default_threads = torch.get_num_threads()
-    print(f"{args.model} fp32 on cpu, {default_threads} threads, context {args.context}: per forward, ms "
+    print(f"{label} fp32 on cpu, {default_threads} threads, context {args.context}: per forward, ms "
           f"(operator self time from the profiler; wall = the same forward unprofiled, median of {args.repeats})\n")
     print("| backend | T | wall | " + " | ".join(PARTS) + " |\n|---|---|---|" + "---|" * len(PARTS))
     for b, engine in engines.items():

@@ -96,7 +96,7 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
 
 def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     """Rounds that disagree (another process had the cores for a while) are not kept as the hardware's curve."""
-    from goose.budget import measure_quietly
+    from goose.budget import measure_quietly, round_spread
 
     class Busy:
         attempts = 0
@@ -109,6 +109,12 @@ def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     secs = measure_quietly(Busy(), [1, 8], repeats=5)
     assert Busy.attempts == 2 and secs == [0.01, 0.08]
     assert "busy while measuring: rounds 3.00x apart; measuring again" in capsys.readouterr().out
+
+    class Narrow:  # busy only while the cheap widths ran: their rounds still count as much
+        def measure_rounds(self, widths, repeats):
+            return [[w, w * 2.0 if w <= 16 else w, w] for w in widths]
+
+    assert round_spread(Narrow().measure_rounds([1, 2, 4, 8, 16, 32, 64], 3)) == 2.0
 
 
 @pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3)])

@@ -45,7 +45,7 @@ def test_the_engine_decodes_the_same_logits_on_either_cache(tiny, prompts, monke
 
     monkeypatch.setattr(kv_cache, "CHUNK", 16)
     ours, n = run()
-    monkeypatch.setattr("goose.kv_cache.new_cache", lambda config: DynamicCache(config=config))
+    monkeypatch.setattr("goose.kv_cache.new_cache", lambda config, limit=None: DynamicCache(config=config))
     theirs, m = run()
     assert n == m and all(torch.equal(a, b) for a, b in zip(ours, theirs))
 
@@ -57,3 +57,11 @@ def test_new_cache_layers_grow_in_place(tiny):
     engine = Engine(tiny)
     toks = generate(engine, list(range(40, 90)), Drafter(), 30).tokens
     assert isinstance(engine.cache.layers[0], InPlaceLayer) and len(toks) == 30
+
+
+def test_a_buffer_grows_no_further_than_the_model_context(monkeypatch):
+    monkeypatch.setattr(kv_cache, "CHUNK", 8)
+    layer = InPlaceLayer(limit=20)
+    for n in (5, 6, 6):  # 17 positions: doubling would ask for 32
+        layer.update(torch.zeros(1, 1, n, 2), torch.zeros(1, 1, n, 2))
+    assert layer._k.shape[-2] == 20 and layer.get_seq_length() == 17

@@ -49,6 +49,12 @@ class Model:
     dtype: torch.dtype
     _cost: CostCurve | None = field(default=None, repr=False)
 
+    @property
+    def backend(self) -> str:
+        """How the forward runs (goose.backends). prepacked keeps oneDNN-reordered copies of the linear
+        weights and drops the plain ones: save weights from a model loaded with backend="eager"."""
+        return self.engine.backend
+
     def cost(self) -> CostCurve:
         """The cost curve budget=auto prunes with (measured once per model, device, threads; cached)."""
         if self._cost is None:
@@ -87,7 +93,11 @@ def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = Fal
     cfg, how = _model_config(str(name))
     if not quiet:
         print(f"[goose] loading {name} as {how}", file=sys.stderr, flush=True)
-    return load_config(cfg, device, dtype, backend)
+    model = load_config(cfg, device, dtype, backend)
+    if not quiet:
+        print(f"[goose] {model.device.type} {str(model.dtype).replace('torch.', '')}, engine.backend={model.backend}",
+              file=sys.stderr, flush=True)
+    return model
 
 
 def load_config(cfg, device: str = "auto", dtype: str = "auto", backend: str = "auto") -> Model:

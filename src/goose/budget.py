@@ -176,21 +176,30 @@ BUSY_SPREAD = 1.25  # rounds of one measurement further apart than this: the mac
 
 
 def round_spread(rounds: list[list[float]]) -> float:
-    """How far apart the slowest and the fastest round over all widths are (1.0: alike)."""
-    totals = [sum(t[r] for t in rounds) for r in range(len(rounds[0]))]
-    return max(totals) / min(totals)
+    """How far apart the slowest and the fastest round are (1.0: alike). A round's factor is the median,
+    over the widths, of its time over that width's median time, so a busy spell counts as much while the
+    cheap widths ran as while the wide ones did."""
+    import statistics
+
+    medians = [statistics.median(t) for t in rounds]
+    factors = [statistics.median(t[r] / m for t, m in zip(rounds, medians)) for r in range(len(rounds[0]))]
+    return max(factors) / min(factors)
 
 
 def measure_quietly(engine: Engine, widths: list[int], attempts: int = 3, repeats: int = 5) -> list[float]:
     """The cost curve, measured again while its rounds disagree (another process took the cores for part
-    of it). The curve is cached for every later budget=auto run, so a busy spell must not be kept."""
+    of it); after `attempts`, the calmest one is kept. The curve is cached for every later budget=auto
+    run, so a busy spell must not be kept when it can be avoided."""
     import statistics
 
+    tried = []
     for attempt in range(1, attempts + 1):
         rounds = engine.measure_rounds(widths, repeats=repeats)
-        spread = round_spread(rounds)
-        if spread <= BUSY_SPREAD:
+        tried.append((round_spread(rounds), rounds))
+        if tried[-1][0] <= BUSY_SPREAD:
             break
-        again = "measuring again" if attempt < attempts else "keeping it; delete the file to measure afresh"
-        print(f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart; {again}", flush=True)
+        again = "measuring again" if attempt < attempts else "keeping the calmest; delete the file to measure afresh"
+        print(f"[goose] the machine was busy while measuring: rounds {tried[-1][0]:.2f}x apart; {again}",
+              flush=True)
+    rounds = min(tried, key=lambda x: x[0])[1]
     return [statistics.median(t) for t in rounds]

@@ -239,7 +239,7 @@ class Engine:
 
         if not prompt:
             raise GooseError("empty prompt: nothing to condition on.")
-        self.cache = new_cache(self.model.config)
+        self.cache = new_cache(self.model.config, self.max_positions)
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
         bonus = sampler.pick(logits[-1], len(prompt)) if sampler else int(logits[-1].argmax())

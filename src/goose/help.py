@@ -12,6 +12,7 @@ from goose.paths import CONF
 
 GROUPS = ("model", "method", "benchmark", "logging")
 KEY = re.compile(r"^(\w+):\s*(.*?)\s*(?:#\s*(.*))?$")
+SUBKEY = re.compile(r"^  (\w+):\s*(.*?)\s*(?:#\s*(.*))?$")  # a setting inside a section (engine.backend)
 MORE = re.compile(r"^\s+#\s*(.*)$")
 
 
@@ -32,14 +33,22 @@ def settings(config: Path) -> list[tuple[str, str, str]]:
     """(key, default, explanation) of each top-level setting in config.yaml, in file order; a comment
     line indented under a key continues its explanation."""
     out: list[tuple[str, str, str]] = []
+    section = None
     for line in config.read_text().splitlines():
         m = KEY.match(line)
+        sub = SUBKEY.match(line)
         if m and m.group(1) not in ("defaults", "hydra"):
+            section = m.group(1) if not m.group(2) else None
             out.append((m.group(1), m.group(2), m.group(3) or ""))
+        elif sub and section:
+            if out and out[-1][0] == section and not out[-1][2]:
+                out.pop()  # the section's own line says nothing: its settings stand for it
+            out.append((f"{section}.{sub.group(1)}", sub.group(2), sub.group(3) or ""))
         elif (c := MORE.match(line)) and out and line.startswith(" " * 10):
             key, default, text = out[-1]
             out[-1] = (key, default, f"{text} {c.group(1)}".strip())
         elif m:
+            section = None
             out.append(("", "", ""))  # defaults / hydra: blocks end the settings they follow
     return [s for s in out if s[0]]
 

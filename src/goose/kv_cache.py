@@ -15,6 +15,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from goose.errors import GooseError
+
 CHUNK = 256  # positions: a buffer grows by at least this much (and at least doubles), so growth is rare
 
 
@@ -22,8 +24,9 @@ class InPlaceLayer(DynamicLayer):
     """A full-attention layer's cache in a buffer of `capacity` positions; `keys`/`values` are views of
     the first `length` of them (what `DynamicLayer` users read)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, limit: int | None = None, **kwargs):
         super().__init__(**kwargs)
+        self.limit = limit  # the model's context: a buffer never grows past it (unless one forward needs more)
         self.length = 0
         self._k: torch.Tensor | None = None
         self._v: torch.Tensor | None = None
@@ -36,8 +39,9 @@ class InPlaceLayer(DynamicLayer):
         if self._k is not None and need <= self._k.shape[-2]:
             return
         old = 0 if self._k is None else self._k.shape[-2]
-        cap = max(need, 2 * old, CHUNK)
-        cap = -(-cap // CHUNK) * CHUNK
+        cap = -(-max(need, 2 * old, CHUNK) // CHUNK) * CHUNK
+        if self.limit:
+            cap = max(need, min(cap, self.limit))
         k = key_states.new_empty(*key_states.shape[:-2], cap, key_states.shape[-1])
         v = value_states.new_empty(*value_states.shape[:-2], cap, value_states.shape[-1])
         if self.length:
@@ -76,6 +80,13 @@ class InPlaceLayer(DynamicLayer):
         self._k = self._v = None
         super().reset()
 
+    def offload(self):
+        # would move the views, not the buffers, and the engine's compaction writes through the views
+        raise NotImplementedError("the in-place cache is not offloaded")
+
+    def prefetch(self):
+        raise NotImplementedError("the in-place cache is not offloaded")
+
     def batch_repeat_interleave(self, repeats: int) -> None:
         raise NotImplementedError("the engine decodes one sequence at a time")
 
@@ -86,11 +97,15 @@ class InPlaceLayer(DynamicLayer):
         raise NotImplementedError("the engine decodes one sequence at a time")
 
 
-def new_cache(config) -> DynamicCache:
-    """A `DynamicCache` for `config` whose layers grow in place (every layer is full attention: the
-    engine refuses other layouts)."""
+def new_cache(config, limit: int | None = None) -> DynamicCache:
+    """A `DynamicCache` for `config` whose layers grow in place, up to `limit` positions (the model's
+    context). Only plain full-attention layers are replaced; any other kind is refused (the engine
+    refuses such models before this)."""
     cache = DynamicCache(config=config)
-    cache.layers = [InPlaceLayer() for _ in cache.layers]
+    odd = sorted({type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer})
+    if odd:
+        raise GooseError(f"the engine's KV cache holds full-attention layers only; this model has {', '.join(odd)}.")
+    cache.layers = [InPlaceLayer(limit) for _ in cache.layers]
     if not cache.layers:  # a config without layer types: layers are made on first use
         cache.layer_class_to_replicate = InPlaceLayer
     return cache

@@ -3,6 +3,8 @@ the config hash that keys result rows."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -53,7 +55,10 @@ def resolved_backend(cfg: DictConfig, device: torch.device, dtype: torch.dtype) 
     """engine.backend, checked against the device and dtype (auto: prepacked for fp32 on CPU, else eager)."""
     from goose.backends import check_backend, default_backend
 
-    name = cfg.get("engine", {}).get("backend", "auto")
+    engine = cfg.get("engine", {})
+    if not isinstance(engine, Mapping):
+        raise GooseError(f"engine must be a section (got engine={engine!r}); set engine.backend=eager|prepacked|auto.")
+    name = engine.get("backend", "auto")
     name = default_backend(device, dtype) if name == "auto" else name
     check_backend(name, device, dtype)
     return name
