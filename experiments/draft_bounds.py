@@ -4,22 +4,28 @@ continuation, pruned as shipped and by a clairvoyant pruner, speed modelled on t
 Every prompt is decoded once with AR (the greedy continuation) and run once through the target over prompt +
 continuation (the top-k at every true position). Each method is then replayed without the model: greedy is
 deterministic, so the replay engine accepts exactly what verification would, and hands every accepted node
-its true top-k. Two pruners per method:
+its true top-k. Greedy only. Two pruners per method:
 
 - shipped: the method as configured (its fixed budget, or budget=auto's pruner on the same cost curve);
-- clairvoyant: the tree the method builds (at budget=auto it builds 60 nodes) cut to exactly the nodes the
-  walk will accept: given the same tree, no pruner that cannot see the future verifies fewer nodes for as many
-  tokens. (Over a run the trees differ a little, as drafters adapt to what was accepted.)
+- clairvoyant: the tree the method builds (under budget=auto, as large as it builds before pruning) cut to
+  exactly the nodes the walk will accept, each step costed at the cheapest width at least that large (a
+  cost curve need not rise: 4 nodes may cost less than 1, and padding is free). Given the same tree, no
+  pruner that cannot see the future verifies as cheaply for as many tokens. Over a run the trees differ a
+  little, as drafters adapt to what was accepted.
 
-Speed is modelled: tokens over the summed cost(width) of the verifications, with the cost curve budget=auto
-uses on this backend (cached; prefill and drafting left out); "x AR" divides by AR's one-token steps on the
-same curve. `hf-prompt-lookup` is Hugging Face's candidate rule (the earliest earlier match of the last 2,
-else 1 tokens, 10 tokens), which is PLD with max_ngram=2.
+tau is the project's (tokens per target forward, prefill included). Speed is modelled: new tokens over the
+summed cost(width) of the verifications, with the cost curve budget=auto uses on this backend (cached;
+prefill and drafting left out); "x AR" divides by AR's one-token steps on the same curve.
+`hf-prompt-lookup` is Hugging Face's candidate rule (the earliest earlier match of the last 2, else 1
+tokens, 10 tokens), which is PLD with max_ngram=2. Prompts as bench.py takes them: the first N of each
+benchmark (MT-Bench and Spec-Bench: first turns).
 
-Fidelity: rejected nodes harvest nothing in the replay (a real run also learns their top-k), so drafters fed
-by an adjacency table (GOOSE's branches, TR) replay a few percent below their real tau; drafters that harvest
-nothing (PLD, suffix, REST) replay their real steps exactly. Methods must support budget=auto (tree drafters;
-Lookahead's window needs the logits of rejected nodes).
+Fidelity: drafters that harvest nothing (PLD, SuffixDecoding, REST) replay their real steps exactly. Rejected
+nodes harvest nothing in the replay (a real run also learns their top-k), so drafters fed by an adjacency
+table (GOOSE's branches, TR) replay with a sparser table: their tau and their tree sizes both differ from a
+real run's, and their modelled speed may come out higher or lower. Methods must support budget=auto (tree
+drafters; Lookahead's window needs the logits of rejected nodes). For goose-no-continuation, whose walk may
+not enter every tree link, the clairvoyant cut keeps the tree's path, which the walk may take only in part.
 
     python experiments/draft_bounds.py [--methods goose@auto pld@auto goose@auto:run] [--n-prompts 10]
 """
@@ -47,8 +53,7 @@ from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa:
 from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402
 from goose.tree import TreeNodes  # noqa: E402
 
-DEFAULT_METHODS = ("pld", "pld@auto", "tr", "suffix@auto", "goose@auto", "goose@auto:run")
-TOPK = 10  # the top-k kept per true position: at least every replayed drafter's k
+DEFAULT_METHODS = ("pld", "pld@auto", "suffix@auto", "goose@16", "goose@auto", "goose@auto:run", "spine-only@auto")
 
 
 class ReplayEngine:
@@ -65,6 +70,7 @@ class ReplayEngine:
         return self.seq[self.n : self.n + k]
 
     def prefill(self, prompt: list[int], topk: int = 0, sampler=None) -> Verification:
+        greedy_only(sampler)
         P = len(prompt)
         self.n = P + 1
         res = Verification(path=[0], bonus=self.seq[P], width=P)
@@ -73,6 +79,7 @@ class ReplayEngine:
         return res
 
     def verify(self, draft: Draft, topk: int = 0, sampler=None) -> Verification:
+        greedy_only(sampler)
         path = accepted_path(draft.tokens, draft.parents, self.truth(len(draft.tokens)))
         at = self.n - 1 + torch.arange(len(path))  # the root sits at position n - 1
         self.n += len(path)
@@ -83,6 +90,11 @@ class ReplayEngine:
             res.topk_scores = torch.zeros(len(draft.tokens), topk)
             res.topk_ids[path], res.topk_scores[path] = self.ids[at, :topk], self.scores[at, :topk]
         return res
+
+
+def greedy_only(sampler) -> None:
+    if sampler is not None:
+        raise GooseError("the replay knows the greedy continuation only: it cannot replay sampling.")
 
 
 def accepted_path(tokens: list[int], parents: list[int], truth: list[int]) -> list[int]:
@@ -101,7 +113,8 @@ def accepted_path(tokens: list[int], parents: list[int], truth: list[int]) -> li
 
 
 class Clairvoyant(AutoBudget):
-    """Keeps exactly the nodes the walk will accept (it reads the replay's continuation)."""
+    """Keeps exactly the nodes the walk will accept (it reads the replay's continuation); `padded` costs its
+    steps."""
 
     def __init__(self, cost: CostCurve, engine: ReplayEngine):
         super().__init__(cost)
@@ -111,6 +124,15 @@ class Clairvoyant(AutoBudget):
         path = accepted_path(nodes.tokens, nodes.parents, self.engine.truth(len(nodes)))
         self.chosen.append(len(path))
         return nodes.subset(path)
+
+    @staticmethod
+    def padded(cost: CostCurve) -> CostCurve:
+        """cost(w) lowered to the cheapest cost of any width >= w: a clairvoyant pruner pads for free."""
+        widths = sorted({*range(1, cost.widths[-1] + 1)})
+        seconds = [cost(w) for w in widths]
+        for i in range(len(seconds) - 2, -1, -1):
+            seconds[i] = min(seconds[i], seconds[i + 1])
+        return CostCurve(widths, seconds)
 
 
 def harvest_accepted_only(drafter: Drafter) -> None:
@@ -129,30 +151,34 @@ def harvest_accepted_only(drafter: Drafter) -> None:
     harvester.harvest = harvest
 
 
-def replay(drafter: Drafter, cases: list, cost: CostCurve, pruner=None) -> dict:
-    """Replay `drafter` over every case, in order (memory=run keeps its state across them)."""
+def replay(drafter: Drafter, cases: list, cost: CostCurve, clairvoyant: bool = False) -> dict:
+    """Replay `drafter` over every case, in order (memory=run keeps its state across them). Per benchmark:
+    [tokens, target forwards incl. prefill, modelled seconds of the verifications, prompts]."""
     harvest_accepted_only(drafter)
+    paid = Clairvoyant.padded(cost) if clairvoyant else cost
     per: dict[str, list[float]] = {}
     for bench, prompt, out, stops, ids, scores in cases:
         engine = ReplayEngine(prompt + out, ids, scores)
-        if pruner is not None:
-            drafter.enable_auto_budget(pruner(cost, engine))
+        if clairvoyant:
+            drafter.enable_auto_budget(Clairvoyant(cost, engine))
         g = generate(engine, prompt, drafter, len(out), stops)
-        if g.tokens != out:
-            raise GooseError(f"replay of {type(drafter).__name__} left the greedy continuation: a drafter that "
-                             "reads more than token ids and accepted top-k cannot be replayed.")
-        row = per.setdefault(bench, [0, 0, 0.0])
-        row[0] += len(out) - 1
-        row[1] += g.steps - 1
-        row[2] += sum(cost(w) for w in g.widths)
+        row = per.setdefault(bench, [0, 0, 0.0, 0])
+        row[0] += len(g.tokens)
+        row[1] += g.steps
+        row[2] += sum(paid(w) for w in g.widths)
+        row[3] += 1
     return per
 
 
 def summary(per: dict, cost: CostCurve) -> tuple[float, float, str]:
-    tokens, steps, secs = (sum(r[i] for r in per.values()) for i in range(3))
-    speed = tokens / secs * cost(1) if secs else 1.0
-    detail = ", ".join(f"{b} {r[0] / r[1]:.2f} / {r[0] / r[2] * cost(1):.2f}x" for b, r in per.items() if r[1])
-    return tokens / steps if steps else 1.0, speed, detail
+    """(tau, modelled x AR, per benchmark): AR verifies every token after the prefill's at cost(1)."""
+
+    def rates(tokens, steps, secs, prompts):
+        return tokens / steps, (tokens - prompts) * cost(1) / secs if secs else 1.0
+
+    tau, speed = rates(*(sum(r[i] for r in per.values()) for i in range(4)))
+    detail = ", ".join("{} {:.2f} / {:.2f}x".format(b, *rates(*r)) for b, r in per.items())
+    return tau, speed, detail
 
 
 def main() -> None:
@@ -175,6 +201,7 @@ def main() -> None:
         for spec, (d, _) in built.items():
             if not d.capabilities.auto_budget:
                 raise GooseError(f"{spec}: only methods that support budget=auto (tree drafters) can be replayed.")
+        texts = [(b, p.id, p.text) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]  # 1st turns
         cfg = model_config(args.model, args.model_path)
         model, tok, device, dtype = load_model(cfg, "auto", "auto")
         backend = default_backend(device, dtype)
@@ -183,17 +210,24 @@ def main() -> None:
         cost = cost_curve(engine, identify_model(cfg), device, dtype)
         drafters = arm(built, lambda: cost, tok, cfg.name)
         stops = stop_ids(tok, model)
-        prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+        prompts = []
+        for b, pid, text in texts:
+            ids = tok(text).input_ids
+            if engine.max_positions and len(ids) + args.max_new_tokens > engine.max_positions:
+                raise GooseError(f"{b} prompt '{pid}' has {len(ids)} tokens: with --max-new-tokens "
+                                 f"{args.max_new_tokens} it exceeds the model's context of {engine.max_positions}.")
+            prompts.append((b, ids))
     except GooseError as e:
         ap.exit(2, f"error: {e}\n")
     print(f"{args.model} on {device}, engine.backend={backend}: {len(prompts)} prompts x {args.max_new_tokens} "
           "new tokens; AR continuations and top-k ...", flush=True)
+    topk = max([10, *(d.capabilities.topk for d in drafters.values())])  # every replayed drafter's k
     cases = []
     for bench, prompt in prompts:
         out = generate(engine, prompt, Drafter(), args.max_new_tokens, stops).tokens
         with torch.inference_mode():
             logits = model(input_ids=torch.tensor([prompt + out], device=device)).logits[0].float().cpu()
-        scores, ids = logits.topk(TOPK, dim=-1)
+        scores, ids = logits.topk(topk, dim=-1)
         cases.append((bench, list(prompt), out, stops, ids, scores))
     print("cost curve (ms, budget=auto's on this backend): "
           + ", ".join(f"T={w} {cost(w) * 1e3:.1f}" for w in (1, 2, 4, 8, 16, 32, 64)))
@@ -204,7 +238,7 @@ def main() -> None:
     rows += [(spec, d, built_again(spec, args.model, extra, tok, cfg.name)) for spec, d in drafters.items()]
     for name, shipped, blank in rows:
         tau, speed, detail = summary(replay(shipped, cases, cost), cost)
-        c_tau, c_speed, _ = summary(replay(blank, cases, cost, Clairvoyant), cost)
+        c_tau, c_speed, _ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
         print(f"| {name} | {tau:.2f} | {speed:.2f} | {c_tau:.2f} | {c_speed:.2f} | {detail} |", flush=True)
 
 
