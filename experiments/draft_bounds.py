@@ -47,7 +47,7 @@ from goose.benchmarks import LOADERS, load_prompts  # noqa: E402
 from goose.budget import AutoBudget, CostCurve, cost_curve  # noqa: E402
 from goose.decode import generate  # noqa: E402
 from goose.drafter import Drafter  # noqa: E402
-from goose.engine import Draft, Engine, Verification  # noqa: E402
+from goose.engine import Draft, Engine, Verification, walk  # noqa: E402
 from goose.errors import GooseError  # noqa: E402
 from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa: E402
 from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402
@@ -98,18 +98,10 @@ def greedy_only(sampler) -> None:
 
 
 def accepted_path(tokens: list[int], parents: list[int], truth: list[int]) -> list[int]:
-    """The greedy walk given the target's next tokens `truth`: root first, down the matching children."""
-    children: dict[int, dict[int, int]] = {}
-    for i in range(1, len(tokens)):
-        if parents[i] >= 0:  # parent -1: visible context the walk never enters
-            children.setdefault(parents[i], {})[tokens[i]] = i
-    path = [0]
-    for t in truth:
-        nxt = children.get(path[-1], {}).get(t)
-        if nxt is None:
-            break
-        path.append(nxt)
-    return path
+    """The engine's walk with the target's next tokens `truth` as its choices: it asks once per node on the
+    path, in order, so the k-th node is followed by truth[k] (nodes with parent -1 are never entered)."""
+    choices = iter(truth)
+    return walk(parents, tokens, lambda node: next(choices, -1))
 
 
 class Clairvoyant(AutoBudget):
@@ -128,7 +120,7 @@ class Clairvoyant(AutoBudget):
     @staticmethod
     def padded(cost: CostCurve) -> CostCurve:
         """cost(w) lowered to the cheapest cost of any width >= w: a clairvoyant pruner pads for free."""
-        widths = sorted({*range(1, cost.widths[-1] + 1)})
+        widths = list(range(1, cost.widths[-1] + 1))
         seconds = [cost(w) for w in widths]
         for i in range(len(seconds) - 2, -1, -1):
             seconds[i] = min(seconds[i], seconds[i + 1])
@@ -146,7 +138,7 @@ def harvest_accepted_only(drafter: Drafter) -> None:
             return
         prev = [nodes.root_prev, *(nodes.tokens[nodes.parents[i]] for i in result.path[1:])]
         harvester.table.harvest([nodes.tokens[i] for i in result.path], prev, result.topk_ids[result.path],
-                      result.topk_scores[result.path])
+                                result.topk_scores[result.path])
 
     harvester.harvest = harvest
 
