@@ -27,12 +27,17 @@ real run's, and their modelled speed may come out higher or lower. Methods must 
 drafters; Lookahead's window needs the logits of rejected nodes). For goose-no-continuation, whose walk may
 not enter every tree link, the clairvoyant cut keeps the tree's path, which the walk may take only in part.
 
+`--cost-ms W:MS ...` replaces the measured curve with a hypothetical one (linear between the points given, as
+budget=auto reads any curve): what a faster kernel would buy each method, budget=auto pruning for it too.
+
     python experiments/draft_bounds.py [--methods goose@auto pld@auto goose@auto:run] [--n-prompts 10]
+    python experiments/draft_bounds.py --methods goose@auto --cost-ms 1:36 16:36 32:70   # verification free to 16
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -181,9 +186,12 @@ def main() -> None:
     ap.add_argument("--n-prompts", type=int, default=10)
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), help="NAME[@BUDGET][:MEMORY] specs")
+    ap.add_argument("--cost-ms", nargs="+", default=None, metavar="W:MS",
+                    help="a hypothetical cost curve instead of the measured one: ms per verification of W nodes")
     args = ap.parse_args()
     if args.n_prompts < 1 or args.max_new_tokens < 1:
         ap.error("--n-prompts and --max-new-tokens must be >= 1")
+    given = parse_cost(args.cost_ms, ap.error) if args.cost_ms else None
     try:
         unknown = [m for m in args.methods if parse_spec(m)[0] not in method_names()]
         if unknown:
@@ -199,7 +207,7 @@ def main() -> None:
         backend = default_backend(device, dtype)
         model = apply_backend(model, backend) if backend != "eager" else model
         engine = Engine(model)
-        cost = cost_curve(engine, identify_model(cfg), device, dtype)
+        cost = given or cost_curve(engine, identify_model(cfg), device, dtype)
         drafters = arm(built, lambda: cost, tok, cfg.name)
         stops = stop_ids(tok, model)
         prompts = []
@@ -221,7 +229,7 @@ def main() -> None:
             logits = model(input_ids=torch.tensor([prompt + out], device=device)).logits[0].float().cpu()
         scores, ids = logits.topk(topk, dim=-1)
         cases.append((bench, list(prompt), out, stops, ids, scores))
-    print("cost curve (ms, budget=auto's on this backend): "
+    print("cost curve (ms, " + ("hypothetical, from --cost-ms" if given else "budget=auto's on this backend") + "): "
           + ", ".join(f"T={w} {cost(w) * 1e3:.1f}" for w in (1, 2, 4, 8, 16, 32, 64)))
     print("| method | tau shipped | x AR shipped | tau clairvoyant | x AR clairvoyant | per benchmark "
           "(shipped tau / x AR) |\n|---|---|---|---|---|---|")
@@ -232,6 +240,23 @@ def main() -> None:
         tau, speed, detail = summary(replay(shipped, cases, cost), cost)
         c_tau, c_speed, _ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
         print(f"| {name} | {tau:.2f} | {speed:.2f} | {c_tau:.2f} | {c_speed:.2f} | {detail} |", flush=True)
+
+
+def parse_cost(points: list[str], error) -> CostCurve:
+    """`W:MS` points (distinct widths >= 1, ms > 0) as a CostCurve in seconds; `error` reports bad input."""
+    widths, seconds = [], []
+    for point in points:
+        try:
+            w, ms = point.split(":")
+            widths.append(int(w))
+            seconds.append(float(ms) / 1e3)
+        except ValueError:
+            error(f"--cost-ms: '{point}' is not W:MS (nodes:milliseconds), e.g. 16:36.5")
+        if widths[-1] < 1 or not (0 < seconds[-1] < math.inf):
+            error(f"--cost-ms: '{point}' needs a width >= 1 and a cost > 0 ms")
+    if len(set(widths)) != len(widths):
+        error("--cost-ms: each width once")
+    return CostCurve(widths, seconds)
 
 
 def built_again(spec: str, model: str, extra: list[str], tokenizer, model_name: str) -> Drafter:

@@ -90,6 +90,21 @@ def test_accepted_path_follows_the_truth_and_skips_context_nodes(bounds):
     assert bounds.accepted_path(tokens, parents, [3, 3]) == [0, 3]
 
 
+def test_hypothetical_cost_curve_is_read_in_ms_and_bad_points_refused(bounds):
+    errors = []
+
+    def error(message):
+        errors.append(message)
+        raise SystemExit(2)
+
+    curve = bounds.parse_cost(["16:36", "1:36.5", "32:70"], error)
+    assert curve.widths == [1, 16, 32] and curve(1) == pytest.approx(0.0365) and curve(24) == pytest.approx(0.053)
+    for bad in (["8"], ["0:30"], ["8:-1"], ["8:nan"], ["a:3"], ["8:30", "8:31"]):
+        with pytest.raises(SystemExit):
+            bounds.parse_cost(bad, error)
+    assert len(errors) == 6 and "W:MS" in errors[0] and "each width once" in errors[-1]
+
+
 def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
     base = [sys.executable, str(ROOT / "experiments" / "draft_bounds.py"), "--model", "hf", "--model-path",
@@ -101,6 +116,9 @@ def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path)
     assert [r.split("|")[1].strip() for r in rows] == ["hf-prompt-lookup", "pld@auto", "goose@auto:prompt"]
     rows = {r.split("|")[1].strip(): r for r in rows}
     assert float(rows["goose@auto:prompt"].split("|")[5]) >= float(rows["goose@auto:prompt"].split("|")[3])
+    flat = subprocess.run([*base, "--methods", "goose@auto", "--cost-ms", "1:10", "64:10"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert flat.returncode == 0 and "hypothetical, from --cost-ms): T=1 10.0, T=2 10.0" in flat.stdout, flat.stderr
     bad = subprocess.run([*base, "--methods", "lookahead"], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=600)
     assert bad.returncode == 2 and "support budget=auto" in bad.stderr
