@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -233,9 +234,10 @@ def main() -> None:
           + ", ".join(f"T={w} {cost(w) * 1e3:.1f}" for w in (1, 2, 4, 8, 16, 32, 64)))
     print("| method | tau shipped | x AR shipped | tau clairvoyant | x AR clairvoyant | per benchmark "
           "(shipped tau / x AR) |\n|---|---|---|---|---|---|")
-    hf = PromptLookupDrafter(max_ngram=2, min_ngram=1, num_tokens=10)
-    rows = [("hf-prompt-lookup", hf, PromptLookupDrafter(max_ngram=2, min_ngram=1, num_tokens=10))]
-    rows += [(spec, d, built_again(spec, args.model, extra, tok, cfg.name)) for spec, d in drafters.items()]
+    # The clairvoyant replay runs drafters of its own: nothing carried over from the shipped ones.
+    blanks = arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok, cfg.name)
+    hf = partial(PromptLookupDrafter, max_ngram=2, min_ngram=1, num_tokens=10)
+    rows = [("hf-prompt-lookup", hf(), hf()), *((spec, d, blanks[spec]) for spec, d in drafters.items())]
     for name, shipped, blank in rows:
         tau, speed, detail = summary(replay(shipped, cases, cost), cost)
         c_tau, c_speed, _ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
@@ -257,14 +259,6 @@ def parse_cost(points: list[str], error) -> CostCurve:
     if len(set(widths)) != len(widths):
         error("--cost-ms: each width once")
     return CostCurve(widths, seconds)
-
-
-def built_again(spec: str, model: str, extra: list[str], tokenizer, model_name: str) -> Drafter:
-    """A second drafter of `spec` for the clairvoyant replay (nothing carried over from the shipped one)."""
-    drafter = next(iter(build_drafters([spec], model, (), extra).values()))[0]
-    if drafter.capabilities.tokenizer_bound:
-        drafter.bind_tokenizer(tokenizer, model_name)
-    return drafter
 
 
 if __name__ == "__main__":
