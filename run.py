@@ -42,6 +42,21 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from goose.spec import unknown_override
+
+    if (unknown := unknown_override(sys.argv[1:])) is not None:
+        print(f"error: {unknown}", file=sys.stderr)
+        sys.exit(2)
+    if "-m" in sys.argv or "--multirun" in sys.argv:  # Hydra writes multirun.yaml into results_dir first
+        from goose.durable import writable_dir
+        from goose.errors import GooseError
+
+        given = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("results_dir=")]
+        try:
+            writable_dir(Path(given[-1] if given else "results"), probe=True)
+        except GooseError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
     if len(sys.argv) == 1:  # no arguments: the demo (GOOSE vs AR on a few prompts), see goose/demo.py
         from goose.demo import main as demo
 

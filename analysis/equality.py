@@ -1,7 +1,10 @@
 """Per-question equality of two runs: every question compared token by token, missing and extra
-questions listed, the first divergence shown as text (never cut at the shorter output).
+questions listed, the first divergence shown as text (never cut at the shorter output). Questions are
+matched by id and must be the same question in both runs (their prompt fingerprints): two runs of
+different prompts that share ids are not compared. Reading never writes into the run folders.
 
     python analysis/reproduce.py equality --a RUN_FOLDER --b RUN_FOLDER
+    exit 0: equal; 1: not equal; 2: could not compare (the reason is printed)
 """
 
 from __future__ import annotations
@@ -13,20 +16,36 @@ from goose.metrics import first_divergence
 from goose.results import OutputsFile
 
 CONTEXT = 40  # characters shown before and after a divergence
+EQUAL, NOT_EQUAL, CANNOT_COMPARE = 0, 1, 2
+
+
+class CannotCompare(Exception):
+    """The two runs cannot be compared (exit 2): no outputs, damaged outputs, or different questions."""
 
 
 def outputs_of(folder: Path) -> tuple[Path, dict[str, dict]]:
-    """The outputs.jsonl of a run folder (or of the one run folder below `folder`)."""
+    """The outputs.jsonl of a run folder (or of the one run folder below `folder`), read without writing."""
     folder = Path(folder)
+    if not folder.is_dir():
+        raise CannotCompare(f"{folder} is not a folder (give a run folder, one that holds outputs.jsonl)")
     found = [folder / "outputs.jsonl"] if (folder / "outputs.jsonl").is_file() else \
         sorted(folder.rglob("outputs.jsonl"))
     if not found:
-        raise SystemExit(f"equality: no outputs.jsonl in or under {folder} (runs write one per run folder; "
-                         "folders written before outputs were kept cannot be compared)")
+        raise CannotCompare(f"no outputs.jsonl in or under {folder} (runs write one per run folder; folders written "
+                            "before outputs were kept cannot be compared)")
     if len(found) > 1:
-        raise SystemExit(f"equality: {folder} holds {len(found)} runs; name one run folder:\n  "
-                         + "\n  ".join(str(p.parent) for p in found))
-    return found[0].parent, OutputsFile(found[0]).read()
+        raise CannotCompare(f"{folder} holds {len(found)} runs; name one run folder:\n  "
+                            + "\n  ".join(str(p.parent) for p in found))
+    outputs = OutputsFile(found[0])
+    records = outputs.read()
+    if outputs.damaged:
+        raise CannotCompare("damaged outputs line(s): " + "; ".join(map(str, outputs.damaged[:5]))
+                            + ". Rerun that run's command: it decodes those questions again.")
+    old = [q for q, r in records.items() if not r.get("prompt_fingerprint")]
+    if old:
+        raise CannotCompare(f"{found[0]} was written before outputs kept the fingerprint of each question "
+                            f"({', '.join(old[:5])}...): which prompt each answers is unknown. Rerun it.")
+    return found[0].parent, records
 
 
 def _describe(run: Path) -> str:
@@ -44,11 +63,16 @@ def _show(pieces: list[str], start: int) -> str:
     return json.dumps(text, ensure_ascii=False) if text else "(ends here)"
 
 
-def compare(a: Path, b: Path) -> tuple[str, bool]:
-    """(a markdown report, whether the runs are identical question for question)."""
+def compare(a: Path, b: Path) -> tuple[str, int]:
+    """(a markdown report, EQUAL or NOT_EQUAL); CannotCompare when the runs are not comparable."""
     run_a, out_a = outputs_of(a)
     run_b, out_b = outputs_of(b)
     common = [q for q in out_a if q in out_b]
+    other = [q for q in common if out_a[q]["prompt_fingerprint"] != out_b[q]["prompt_fingerprint"]]
+    if other:
+        raise CannotCompare(f"{len(other)} of the {len(common)} shared question id(s) are different questions in A "
+                            f"and B (their prompts differ: {', '.join(other[:8])}{', ...' if len(other) > 8 else ''}); "
+                            f"these runs are of different prompts.\n  A: {run_a}\n  B: {run_b}")
     only_a = [q for q in out_a if q not in out_b]
     only_b = [q for q in out_b if q not in out_a]
     differ = []
@@ -70,4 +94,4 @@ def compare(a: Path, b: Path) -> tuple[str, bool]:
         lines += ["| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |" for row in differ]
     same = not differ and not only_a and not only_b
     lines += ["", "EQUAL: every question identical, none missing" if same else "NOT EQUAL"]
-    return "\n".join(lines) + "\n", same
+    return "\n".join(lines) + "\n", EQUAL if same else NOT_EQUAL

@@ -29,3 +29,28 @@ SPEC_BENCH_VICUNA7B = {
     "rest": (1.48, 1.82),
     "lookahead": (1.34, 1.64),
 }
+
+# --- what the paper's artifacts compare (the analysis code itself names no method) ---------------------------
+GOOSE = "goose"
+TABLE1 = (GOOSE, ("iso3", "iso5"))  # GOOSE against the balanced trees at equal budget
+ABLATIONS = {  # Table 2: each switch and what it turns off
+    "goose-no-spine-branches": "no spine branches (rho = 0)",
+    "goose-no-bigram": "no bigram tier",
+    "goose-no-bypass": "no consensus bypass",
+    "goose-no-context-spine": "no context-match spine",
+    "goose-no-continuation": "no spine continuation",
+    "goose-no-prefill-harvest": "no prefill harvest",
+}
+METHOD_ORDER = ["ar", "pld", "tr", "lookahead", "rest", "iso3", "iso5", "suffix-chain", "suffix", GOOSE,
+                "goose-suffix", *ABLATIONS]  # tables and legends; others last
+SUFFIX_METHODS = ["pld", "tr", "suffix-chain", "suffix", GOOSE, "goose-suffix"]
+BUDGET_SWEEP = [GOOSE, "tr", "iso3", "iso5"]  # the budget sweep's lines (a method no budget changes: a level)
+FIGURE1_SOURCES = ("spine", "branch")  # GOOSE's context-matched and adjacency sources
+SINGLE_SOURCES = ("spine-only", "branches-only")  # GOOSE's two sources, each given GOOSE's whole budget
+PUBLISHED = ("pld", "tr")  # the single-source methods as published, each at its own draft size
+OWN_SWITCHES = ("method.drafter._target_", "method.drafter.context_spine")  # what makes the single sources theirs
+GAP_PAIRS = {  # (label, (method, source), (method, source)): context-matched first, adjacency second
+    "standalone PLD vs TR (as published)": (("pld", ""), ("tr", "")),
+    "standalone spine-only vs branches-only (equal budget)": (("spine-only", "spine"), ("branches-only", "branch")),
+    "GOOSE's own spine vs branch nodes": ((GOOSE, "spine"), (GOOSE, "branch")),
+}

@@ -1,7 +1,7 @@
 """Regenerate paper artifacts from result CSVs into one folder.
 
     python analysis/reproduce.py table2 [figure1 ...] --results results --out results/artifacts [--wandb offline]
-    python analysis/reproduce.py equality --a RUN_FOLDER --b RUN_FOLDER     (exit 1 unless identical)
+    python analysis/reproduce.py equality --a RUN_FOLDER --b RUN_FOLDER     (exit 0 equal, 1 not, 2 could not compare)
 """
 
 from __future__ import annotations
@@ -34,11 +34,15 @@ def main() -> None:
     if "equality" in args.artifacts:
         if args.artifacts != ["equality"] or not (args.a and args.b):
             ap.error("equality compares two run folders: equality --a DIR --b DIR (and nothing else)")
-        from analysis.equality import compare
+        from analysis.equality import CANNOT_COMPARE, CannotCompare, compare
 
-        report, same = compare(Path(args.a), Path(args.b))
+        try:
+            report, status = compare(Path(args.a), Path(args.b))
+        except CannotCompare as e:
+            print(f"equality: could not compare: {e}", file=sys.stderr)
+            sys.exit(CANNOT_COMPARE)
         print(report)
-        sys.exit(0 if same else 1)
+        sys.exit(status)
     df = load_rows(args.results)
     names = ARTIFACTS if "all" in args.artifacts else args.artifacts
     out = Path(args.out)

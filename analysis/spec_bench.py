@@ -17,6 +17,7 @@ import statistics
 import pandas as pd
 
 from analysis.paper import SPEC_BENCH_VICUNA7B
+from analysis.pooling import method_rank
 from goose.benchmarks import CATEGORY_ORDER
 from goose.metrics import summarize
 
@@ -30,20 +31,18 @@ SHORT = {  # column names, as Spec-Bench's leaderboard abbreviates them
 }
 OVERALL = "overall"
 METRICS = ("speedup", "mean accepted tokens", "tau", "tokens/s")
-CONFIG = ["model", "benchmark", "method", "budget", "memory"]  # benchmark: a questions file, token limit, ...
+CONFIG = ["model", "benchmark", "method", "variant", "budget", "memory"]  # benchmark: a questions file, token limit
 
 
 def spec_bench_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of the spec_bench benchmark (every model, method, budget and memory mode); load_rows gave each its
     pass (`trial`)."""
-    sub = df[df.benchmark.astype(str).str.split(" ").str[0].eq("spec_bench")].copy()
+    sub = df[df.benchmark_name.eq("spec_bench")].copy()
     if sub.empty:
         raise SystemExit("spec_bench: no rows of benchmark=spec_bench; run `make reproduce-spec-bench` first")
-    sub["category"] = sub["category"].fillna("").astype(str) if "category" in sub else ""
     if sub.category.eq("").any():
         raise SystemExit("spec_bench: rows without a category (written before rows carried one); rerun those "
                          "configurations in a new results_dir")
-    sub["budget"] = sub.budget.astype(str)
     return sub
 
 
@@ -108,16 +107,13 @@ def spec_bench_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per configuration and metric: the six categories and overall (mean ± std over passes), the passes
     and questions behind them, losslessness over every row, and Spec-Bench's published Vicuna-7B A100
     number where it has the method."""
-    from analysis.artifacts import method_rank
-
     long = spec_bench_long(df)
     rows = []
     for key, g in long.groupby([*CONFIG, "metric"], sort=False):
         cfg = dict(zip([*CONFIG, "metric"], key))
         digits = 1 if cfg["metric"] == "tokens/s" else 2
         row = {**cfg, **{SHORT.get(c, c): _cell(v, digits) for c, v in zip(g.category, g["values"])}}
-        base = str(cfg["method"]).split(" ")[0]
-        published = SPEC_BENCH_VICUNA7B.get(base)
+        published = SPEC_BENCH_VICUNA7B.get(cfg["method"])
         row["Spec-Bench (Vicuna-7B, A100)"] = (
             "" if published is None or cfg["metric"] not in ("speedup", "mean accepted tokens") else
             f"{published[0]:.2f}x" if cfg["metric"] == "speedup" else f"{published[1]:.2f}")
@@ -137,8 +133,9 @@ def spec_bench_table(df: pd.DataFrame) -> pd.DataFrame:
     t["_rank"] = t.method.map(method_rank)
     t["_auto"] = t.budget.eq("auto")
     t["_metric"] = t.metric.map(METRICS.index)
-    t = t.sort_values(["model", "benchmark", "_rank", "method", "_auto", "budget", "memory", "_metric"])
-    return t.drop(columns=["_rank", "_auto", "_metric"]).reset_index(drop=True)
+    t = t.sort_values(["model", "benchmark", "_rank", "method", "variant", "_auto", "budget", "memory", "_metric"])
+    t = t.drop(columns=["_rank", "_auto", "_metric"]).reset_index(drop=True)
+    return t if t.variant.ne("").any() else t.drop(columns="variant")
 
 
 def plot_spec_bench(df: pd.DataFrame):
@@ -146,14 +143,11 @@ def plot_spec_bench(df: pd.DataFrame):
     std over passes); Spec-Bench's published Vicuna-7B A100 overall numbers as marks where it has the method."""
     import matplotlib.pyplot as plt
 
-    from analysis.artifacts import method_rank
-
-    long = spec_bench_long(df)
-    long = long[long.method.astype(str).str.split(" ").str[0] != "ar"]  # 1.00 by definition: the table has it
+    long = spec_bench_long(df[df.speedup_source != "self"])  # AR itself: 1.00 by definition, the table has it
     if long.empty:
         raise SystemExit("spec_bench_figure: no method but AR has spec_bench rows")
     configs = sorted({tuple(k) for k in long[CONFIG].itertuples(index=False)},
-                     key=lambda k: (k[0], k[1], method_rank(str(k[2])), str(k[2]), k[3] == "auto", k[3], k[4]))
+                     key=lambda k: (k[0], k[1], method_rank(k[2]), k[2], k[3], k[4] == "auto", k[4], k[5]))
     models = {k[0] for k in configs}
     cats = [*dict.fromkeys(long.category[long.category != OVERALL]), OVERALL]
     colors = plt.get_cmap("tab10").colors
@@ -172,8 +166,7 @@ def plot_spec_bench(df: pd.DataFrame):
                         es.append(statistics.stdev(v) if len(v) > 1 else 0.0)
             ax.bar(xs, ys, w, yerr=es, capsize=2, color="black" if c == OVERALL else colors[j % 10],
                    label=SHORT.get(c, c) if c != OVERALL else "overall")
-        published = [(i, SPEC_BENCH_VICUNA7B[str(k[2]).split(" ")[0]]) for i, k in enumerate(configs)
-                     if str(k[2]).split(" ")[0] in SPEC_BENCH_VICUNA7B]
+        published = [(i, SPEC_BENCH_VICUNA7B[k[2]]) for i, k in enumerate(configs) if k[2] in SPEC_BENCH_VICUNA7B]
         if published:
             value = 0 if metric == "speedup" else 1
             ax.scatter([i + 0.4 - w / 2 for i, _ in published], [p[value] for _, p in published], marker="*",
@@ -181,8 +174,8 @@ def plot_spec_bench(df: pd.DataFrame):
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_ylabel("speedup over AR (x)" if metric == "speedup" else "mean accepted tokens (prefill excluded)")
     one = len(models) == 1 and len({k[1] for k in configs}) == 1
-    labels = [f"{m}\nB={b}, {mem}" if one else f"{model}\n{bench}\n{m}\nB={b}, {mem}"
-              for model, bench, m, b, mem in configs]
+    labels = [f"{m}{' ' + v if v else ''}\nB={b}, {mem}" if one else f"{model}\n{bench}\n{m}\nB={b}, {mem}"
+              for model, bench, m, v, b, mem in configs]
     axes[1].set_xticks(range(len(configs)), labels, fontsize=8)
     axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     where = ", ".join(sorted(models))

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from goose.context_match import ContextMatcher, confidence
-from goose.drafter import Capabilities, check_memory
+from goose.drafter import Capabilities, budget_setting, check_memory, memory_setting
 from goose.errors import GooseError
 from goose.spine_tree import successors
 from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
@@ -19,7 +19,7 @@ ADJACENCY = Source("adjacency", scored=True)
 @dataclass(frozen=True)
 class BalancedTreeConfig:
     branching: int = 3
-    budget: int = 60  # nodes incl. root (set from the top-level budget)
+    budget: int = budget_setting(60)  # nodes incl. root (set from the top-level budget)
     extension: int = 40
     max_depth: int = 6
     k: int = 10
@@ -29,7 +29,7 @@ class BalancedTreeConfig:
     ngram_sizes: tuple[int, ...] = (5, 4, 3)
     max_chain: int = 20
     long_match: int = 8
-    memory: str = "prompt"  # adjacency table reset per prompt, as GOOSE's
+    memory: str = memory_setting("prompt")  # adjacency table reset per prompt, as GOOSE's
 
     def __post_init__(self):
         object.__setattr__(self, "ngram_sizes", tuple(self.ngram_sizes))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from goose.drafter import Capabilities
+from goose.drafter import Capabilities, budget_setting
 from goose.engine import Draft, ancestor_matrix
 from goose.errors import GooseError
 from goose.tree import Source, TreeDrafter, TreeNodes
@@ -68,7 +68,7 @@ class LookaheadConfig:
     ngram: int = 5  # N (Spec-Bench: N=5, W=7, G=7)
     window: int = 7  # W
     guesses: int = 7  # G, pooled n-grams per key
-    budget: int = 60  # bounds window + guesses + root (set from the top-level budget)
+    budget: int = budget_setting(60)  # bounds window + guesses + root (set from the top-level budget)
     seed: int = 0  # the window's random initial tokens
 
     def __post_init__(self):
@@ -139,9 +139,10 @@ class LookaheadDrafter(TreeDrafter):
         return Draft(tokens, parents, visibility=vis, depths=depths)
 
     def accepted(self, result, context) -> None:
+        n0 = len(self.proposed)
         super().accepted(result, context)
-        width, n0 = self.window_width, len(self.proposed)
-        if not width:
+        width = self.window_width
+        if not width or result.width < n0 + (self.N - 1) * width:  # the context ended before the window: keep it
             return
         guess = result.topk_ids[:, 0].tolist()
         top = [guess[n0 + (self.N - 2) * width + j] for j in range(width)]

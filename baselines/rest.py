@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from goose.drafter import Capabilities
+from goose.drafter import Capabilities, budget_setting, data_setting
 from goose.errors import GooseError
 from goose.models import tokenizer_fingerprint
 from goose.tree import Source, TreeDrafter, TreeNodes
@@ -131,8 +131,8 @@ def draft_trie(conts: list[tuple[int, ...]], nodes: int) -> list[tuple[int, ...]
 
 @dataclass(frozen=True)
 class RestConfig:
-    datastore: str  # a folder written by `python -m baselines.rest build`
-    budget: int = 60  # trie nodes incl. root (set from the top-level budget)
+    datastore: str = data_setting()  # a folder written by `python -m baselines.rest build`
+    budget: int = budget_setting(60)  # trie nodes incl. root (set from the top-level budget)
     max_span: int = 16
     min_span: int = 2
     continuation: int = 10
@@ -222,7 +222,7 @@ def corpus_texts(corpus: str, max_files: int | None):
 
 def default_folder(model_name: str, corpus: str = "stdlib") -> Path:
     """Where `build` writes by default: <cache>/datastores/<model>-<corpus, path-safe>."""
-    from goose.models import cache_root
+    from goose.paths import cache_root
 
     return cache_root() / "datastores" / f"{model_name}-{corpus.replace('/', '_').replace(':', '_').strip('_')}"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from goose.drafter import Capabilities, check_memory
+from goose.drafter import Capabilities, budget_setting, check_memory, memory_setting
 from goose.engine import Draft
 from goose.errors import GooseError, MissingLibrary
 from goose.spine_tree import GooseConfig, GooseDrafter
@@ -40,14 +40,14 @@ def library():
 class SuffixConfig:
     """vLLM's defaults for its `suffix` method; `budget` (nodes incl. root) caps max_spec_tokens."""
 
-    budget: int = 60
+    budget: int = budget_setting(60)
     tree: bool = True  # use_tree_spec: a tree of continuations; False = the best single path
     max_tree_depth: int = 24
     max_cached_requests: int = 10000
     max_spec_factor: float = 1.0  # at most factor * match length + offset tokens
     max_spec_offset: float = 0.0
     min_token_prob: float = 0.1
-    memory: str = "run"  # the global tree keeps earlier responses (vLLM's setting)
+    memory: str = memory_setting("run")  # the global tree keeps earlier responses (vLLM's setting)
 
     def __post_init__(self):
         if self.budget < 1:

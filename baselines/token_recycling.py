@@ -7,7 +7,7 @@ it); memory=prompt starts every prompt from an empty matrix.
 
 from dataclasses import dataclass
 
-from goose.drafter import Capabilities, check_memory
+from goose.drafter import Capabilities, check_memory, memory_setting
 from goose.errors import GooseError
 from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
 
@@ -19,7 +19,7 @@ TR_WIDTHS = (8, 21, 25, 15, 8, 3)  # nodes per depth of the "2.2.2" template: 80
 class TRConfig:
     k: int = 8
     widths: tuple[int, ...] = TR_WIDTHS  # the template's nodes per depth (TR ignores the budget)
-    memory: str = "run"  # hot start: one matrix kept across the prompts of a run (the paper's setting)
+    memory: str = memory_setting("run")  # hot start: one matrix kept across the prompts of a run (the paper's setting)
     prefill_harvest: bool = True
 
     def __post_init__(self):

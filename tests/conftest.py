@@ -28,6 +28,22 @@ def hf_greedy(model, prompt, n, eos=None):
     return out[0, len(prompt):].tolist()
 
 
+def spec_of(*overrides):
+    """The run spec run.py builds for these command-line overrides (composed in this process)."""
+    from goose.methods import compose_config
+    from goose.spec import RunSpec
+
+    return RunSpec.from_config(compose_config(list(overrides)))
+
+
+def hash_of(*overrides, model_fp="m", prompts_fp="p", data_fp=""):
+    """The config hash of these overrides, with made-up fingerprints (what the config points at)."""
+    from goose.models import ModelIdentity
+    from goose.run_folder import config_hash
+
+    return config_hash(spec_of(*overrides), ModelIdentity("m", model_fp, "", "hf", ""), prompts_fp, data_fp)
+
+
 @pytest.fixture
 def prompt_file(tmp_path):
     """Four code-like prompts as a JSONL benchmark file (benchmark=jsonl benchmark.path=...)."""

@@ -7,8 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.artifacts import by, load_rows, make, table1, table2
+from analysis.artifacts import make
+from analysis.load import load_rows
 from analysis.paper import ABLATION_DELTA_PCT
+from analysis.pooling import by
+from analysis.tables import table1, table2
 from goose.results import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +51,8 @@ def results(tmp_path_factory):
 
 def test_table1_recomputed_from_raw_rows(results):
     df = load_rows(results)
-    t = table1(df[df.budget == 60])
-    raw = df[df.budget == 60]
+    t = table1(df[df.budget == "60"])
+    raw = df[df.budget == "60"]
     for bench in ("humaneval", "gsm8k"):
         row = t[t.benchmark == bench].iloc[0]
         for m in ("goose", "iso3", "iso5"):
@@ -60,8 +63,8 @@ def test_table1_recomputed_from_raw_rows(results):
 
 def test_table2_deltas(results):
     df = load_rows(results)
-    t = table2(df[df.budget == 60])
-    raw = df[df.budget == 60]
+    t = table2(df[df.budget == "60"])
+    raw = df[df.budget == "60"]
     full = raw[raw.method == "goose"]
     abl = raw[raw.method == "goose-no-bigram"]
     row = t[t.variant == "no bigram tier"].iloc[0]
@@ -82,12 +85,12 @@ def test_tables_written_in_three_formats(results, tmp_path, name):
 def test_figures_have_axes_and_series(results, tmp_path, name):
     import matplotlib.pyplot as plt
 
-    from analysis.artifacts import FIGURES
+    from analysis.artifacts import FIGURE_ARTIFACTS as FIGURES
 
     df = load_rows(results)
     paths = make(name, df, tmp_path)
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 5000 for p in paths)
-    fig = FIGURES[name](df if name == "budget_sweep" else df[df.budget == 60])
+    fig = FIGURES[name].make(df if name == "budget_sweep" else df[df.budget == "60"])
     for ax in fig.axes:
         assert ax.get_ylabel() and ax.get_title() and ax.get_xticks().size
     if name == "figure1":
@@ -130,7 +133,7 @@ def test_a_repeated_row_of_one_configuration_is_counted_once(results, tmp_path):
     f.append({**first, "steps": 1})  # the same prompt of the same configuration again
     df = load_rows(copy)
     assert len(df) == len(load_rows(results))
-    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.budget == 60) & (df.prompt_id == "0")]
+    sel = df[(df.benchmark == "gsm8k") & (df.method == "goose") & (df.budget == "60") & (df.prompt_id == "0")]
     assert sel.steps.tolist() == [1]
 
 
@@ -145,7 +148,7 @@ def test_rows_of_two_configurations_are_never_merged(results, tmp_path):
         other.append({**r, "config_hash": "goose60fp16", "dtype": "float16", "steps": 128})
     df = load_rows(copy)
     assert len(df) == len(load_rows(results)) + 4
-    t = by(df[(df.benchmark == "gsm8k") & (df.budget == 60)], ["model", "method"])
+    t = by(df[(df.benchmark == "gsm8k") & (df.budget == "60")], ["model", "method"])
     assert sorted(set(t.model)) == ["smollm2-135m [float16]", "smollm2-135m [no dtype]"]
     fp16 = t[t.model.str.contains("float16")]
     assert fp16.prompts.tolist() == [4] and fp16.tau.tolist() == [1.0]
@@ -163,7 +166,8 @@ def test_legacy_rows_load_with_tau_and_no_speedup(tmp_path):
 def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
     """Each (method, budget, memory) is its own row of the all-methods tables; the paper's artifacts
     read TR in its hot start and GOOSE with its table reset per prompt."""
-    from analysis.artifacts import all_methods, paper_settings, suffix
+    from analysis.load import paper_settings
+    from analysis.tables import all_methods, suffix
 
     cells = {("tr", "fixed", "run"): 40, ("tr", "fixed", "prompt"): 80, ("goose", "60", "prompt"): 32,
              ("goose", "60", "run"): 30, ("goose", "auto", "prompt"): 36, ("pld", "fixed", "none"): 64,
@@ -174,7 +178,8 @@ def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
             f.append({"model": "m", "benchmark": "gsm8k", "method": method, "budget": budget, "memory": memory,
                       "prompt_id": str(i), "new_tokens": 128, "steps": steps, "tau": 128 / steps, "wall_s": 1.0,
                       "tokens_per_s": 128, "lossless": i == 0, "config_hash": f"{method}{budget}{memory}",
-                      "method.drafter.memory": memory if memory != "none" else "", **SAME_RUN})
+                      "method.drafter.memory": memory if memory != "none" else "", **SAME_RUN,
+                      "memory_default": {"tr": "run", "suffix": "run", "pld": "none"}.get(method, "prompt")})
     df = load_rows(tmp_path)
     t = all_methods(df)
     got = {(m, b, mem): tau for m, b, mem, tau in zip(t.method, t.budget, t.memory, t["tau all"])}
@@ -182,7 +187,8 @@ def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
     assert set(t.lossless) == {"1/2"}
     assert set(suffix(df).method) == {"tr", "goose", "pld", "suffix"}
     paper = paper_settings(df)
-    assert sorted(set(zip(paper.method, paper.memory))) == [("goose", "prompt"), ("pld", "none"), ("tr", "run")]
+    assert sorted(set(zip(paper.method, paper.memory))) == [("goose", "prompt"), ("pld", "none"), ("suffix", "run"),
+                                                            ("tr", "run")]  # each Config's default: its paper's
     out = make("suffix", df, tmp_path / "out")
     assert "auto" in out[0].read_text() and "| run " in out[0].read_text()
 
@@ -190,7 +196,8 @@ def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
 def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
     """tau per temperature and the share of the greedy gain kept, lossless over the sampled rows only,
     and the outputs check read from the AR references; greedy artifacts never see sampled rows."""
-    from analysis.artifacts import all_methods, sampling, sampling_outputs
+    from analysis.sampling import sampling, sampling_outputs
+    from analysis.tables import all_methods
     from goose.results import ReferenceStore
 
     refs = ReferenceStore(tmp_path / "references")

@@ -12,7 +12,7 @@ from goose.decode import generate
 from goose.drafter import Drafter
 from goose.engine import Draft, Engine
 from goose.errors import GooseError
-from goose.methods import load_method, make_drafter, method_names
+from goose.methods import method_drafter, method_names
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
 
@@ -75,8 +75,7 @@ def test_masked_attention_over_the_grouped_heads_computes_what_sdpa_computes(pac
 
 @pytest.mark.parametrize("name", method_names())
 def test_every_method_is_token_identical_to_ar_on_the_prepacked_backend(name, packed, prompts, store):
-    method, budget, memory = load_method(name, extra=[f"+rest_datastore={store}"])
-    drafter = make_drafter(method, budget, memory)[0]
+    drafter, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
     engine = Engine(packed)
     for p in prompts:
         assert generate(engine, p, drafter, 40).tokens == generate(engine, p, Drafter(), 40).tokens, name

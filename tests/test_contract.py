@@ -14,7 +14,7 @@ from goose.budget import AutoBudget, CostCurve
 from goose.decode import generate
 from goose.engine import Engine, Verification
 from goose.errors import GooseError
-from goose.methods import load_method, make_drafter, method_names
+from goose.methods import method_drafter, method_names
 from goose.spine_tree import GooseDrafter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,8 +23,7 @@ FREE = CostCurve([1, 128], [1.0, 1.0])  # verification costs the same at any wid
 
 
 def drafter(spec, store):
-    method, budget, memory = load_method(spec, extra=[f"+rest_datastore={store}"])
-    return make_drafter(method, budget, memory)[0], budget
+    return method_drafter(spec, extra=[f"rest_datastore={store}"])
 
 
 def decode(tiny, prompts, d, n=40):
@@ -70,7 +69,7 @@ def test_a_numeric_budget_changes_drafts_or_is_recorded_as_fixed(name, tiny, pro
     large, _ = drafter(f"{name}@60", store)
     w_small = [w for g in decode(tiny, prompts, small) for w in g.widths] + [first_draft(small)]
     w_large = [w for g in decode(tiny, prompts, large) for w in g.widths] + [first_draft(large)]
-    if budget_label(small, 3) == "fixed":
+    if budget_label(small.config, 3) == "fixed":
         assert w_small == w_large  # the budget cannot change its drafts, so runs record budget=fixed
     else:
         assert sum(w_small) < sum(w_large)  # (a confident chain may exceed the budget: GOOSE's bypass)
@@ -153,7 +152,8 @@ class RepeatDrafter(TreeDrafter):
 
 
 def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goose, monkeypatch):
-    from analysis.artifacts import load_rows, make
+    from analysis.artifacts import make
+    from analysis.load import load_rows
 
     user = tmp_path / "mine"
     (user / "method").mkdir(parents=True)

@@ -46,6 +46,7 @@ def test_window_and_pool_update_on_hand_made_step():
 
     class Res:
         path = [0]
+        width = 5
         topk_ids = torch.tensor([[0], [0], [0], [30], [31]])  # guesses of the top level: 30, 31
 
     d.accepted(Res(), [5, 6, 7, 8, 9, 0])

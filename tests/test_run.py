@@ -98,7 +98,7 @@ def test_prompt_longer_than_context_is_refused(tmp_path, run_goose):
 
     folder = save_tiny(tmp_path / "short", max_positions=256)
     with pytest.raises(GooseError, match="exceeds the model's context"):
-        run_goose("model=hf", f"model.path={folder}", "prompt=" + "word " * 40, "max_new_tokens=8",
+        run_goose("model=hf", f"model.path={folder}", "prompt=" + "word " * 50, "max_new_tokens=8",
                   f"results_dir={tmp_path}")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import hf_greedy
+from conftest import hash_of, hf_greedy
 from test_contract import drafter
 from test_run import rows, run_folder
 
@@ -101,15 +101,8 @@ def test_bad_sampling_settings_are_clear_errors(bad, says, run_goose, tmp_path):
 
 
 def test_greedy_keys_ignore_top_k_top_p_and_sampled_keys_carry_every_setting():
-    from hydra import compose, initialize_config_dir
-
-    from goose.settings import config_hash
-
-    def key(*overrides):
-        with initialize_config_dir(str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
-            return config_hash(compose("config", overrides=list(overrides)), {})
-
-    assert key() == key("top_p=0.5", "top_k=3") == key("temperature=0", "top_p=0.9")
+    key = hash_of
+    assert key() == key("top_p=0.5", "top_k=3") == key("temperature=0", "top_p=0.9") == key("seed=7")
     assert key("temperature=1", "top_p=1") == key("temperature=1.0", "top_p=1.0")
     sampled = {key("temperature=0.7"), key("temperature=0.7", "seed=1"), key("temperature=0.7", "top_p=0.9"),
                key("temperature=0.7", "top_k=20"), key("temperature=1.0")}
@@ -332,7 +325,7 @@ def test_new_columns_widen_an_old_results_file(tmp_path):
     f = ResultsFile(tmp_path / "results.csv")
     f.append({"prompt_id": "p0", "tau": 2.0})
     f.append({"prompt_id": "p1", "tau": 3.0, "temperature": 0.7})
-    assert f.header() == ["prompt_id", "tau", "temperature"]
+    assert f.header() == ["prompt_id", "tau", "row_check", "temperature"]
     assert [(r["prompt_id"], r["temperature"]) for r in f.rows()] == [("p0", ""), ("p1", "0.7")]
 
 

@@ -3,12 +3,13 @@
 import csv
 
 import pytest
-from omegaconf import OmegaConf
-from test_run import ROOT, run_folder, run_py
+from test_run import run_folder, run_py
+
+from goose.models import model_config
 
 pytestmark = pytest.mark.slow
 
-SMOLLM2 = OmegaConf.load(ROOT / "conf" / "model" / "smollm2-135m.yaml")
+SMOLLM2 = model_config("smollm2-135m")
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +97,31 @@ def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path)
                 assert generate(engine, ids, d, 40, stops, s).tokens == ref, (p.id, seed, type(d).__name__)
             outs.append(ref)
         assert greedy not in outs and outs[0] != outs[1]
+
+
+def test_a_copied_model_with_one_tensor_changed_is_another_model(tmp_path):
+    """The old fingerprint read a few MiB of each weights file: one layer-norm weight scaled by 1.2 in a copied
+    folder kept it, so the modified model resumed the original's rows and was called not lossless."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from analysis.load import load_rows
+    from goose.models import model_folder
+
+    pristine, changed = tmp_path / "a" / "smol", tmp_path / "b" / "smol"  # one folder name: one label
+    shutil.copytree(model_folder(SMOLLM2), pristine)
+    shutil.copytree(model_folder(SMOLLM2), changed)
+    weights = load_file(changed / "model.safetensors")
+    name = next(k for k in weights if k.endswith("layers.20.post_attention_layernorm.weight"))
+    weights[name] = weights[name] * 1.2
+    save_file(weights, changed / "model.safetensors", metadata={"format": "pt"})
+    base = ["method=goose", "n_prompts=2", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}"]
+    outs = [run_py("model=hf", f"model.path={m}", *base) for m in (pristine, changed, pristine)]
+    for r in outs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert "resuming" not in outs[1].stdout and "lossless 2/2" in outs[1].stdout
+    assert "resuming: 2 row(s)" in outs[2].stdout and "lossless 2/2" in outs[2].stdout
+    df = load_rows(tmp_path / "res")
+    assert len(df) == 4 and df.model_fingerprint.nunique() == 2 and df.model.nunique() == 2
+    assert df.lossless.all()

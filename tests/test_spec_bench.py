@@ -5,9 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import hash_of, spec_of
 from test_run import ROOT, rows, run_folder, run_py
 
-from analysis.artifacts import load_rows, make
+from analysis.artifacts import make
+from analysis.load import load_rows
 from analysis.spec_bench import mean_accepted, spec_bench_table
 from goose.benchmarks import CATEGORY_ORDER, MULTI_TURN, load_prompts
 from goose.errors import GooseError
@@ -54,43 +56,24 @@ def test_a_question_id_twice_is_refused_and_a_missing_category_is_named(tmp_path
     assert load_prompts("spec_bench", other)[0].later_turns == ("b",)
 
 
-def _compose(*overrides):
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
-
-
-def test_trial_1_and_turns_hash_as_before_they_existed_and_later_trials_are_their_own():
-    from omegaconf import open_dict
-
-    from goose.settings import config_hash
-
-    def without(cfg, *keys):
-        with open_dict(cfg):
-            for k in keys:
-                node, _, leaf = k.rpartition(".")
-                (cfg[node] if node else cfg).pop(leaf)
-        return cfg
-
-    assert config_hash(_compose(), {}) == config_hash(without(_compose(), "trial"), {})
-    mt = _compose("benchmark=mt_bench", "benchmark.turns=1")
-    assert config_hash(mt, {}) == config_hash(without(_compose("benchmark=mt_bench"), "trial", "benchmark.turns"), {})
-    assert len({config_hash(_compose(f"trial={t}"), {}) for t in (1, 2, 3)}) == 3
+def test_each_trial_and_each_turns_setting_is_its_own_configuration():
+    assert len({hash_of(f"trial={t}") for t in (1, 2, 3)}) == 3
+    # turns decides which prompts exist; their content is in the prompts fingerprint, which differs then
+    assert hash_of("benchmark=mt_bench", "benchmark.turns=1") == hash_of("benchmark=mt_bench", "benchmark.turns=2")
+    assert hash_of("benchmark=mt_bench", prompts_fp="one") != hash_of("benchmark=mt_bench", prompts_fp="two")
 
 
 def test_each_trial_times_ar_under_its_own_reference_key():
+    from goose.models import ModelIdentity
+    from goose.run_folder import RunIdentity
     from goose.timing import reference_key
 
-    class Ident:
-        model = type("M", (), {"fingerprint": "f"})()
-        device = type("D", (), {"type": "cpu"})()
-        conditions = {"threads": 1, "backend": "eager"}
-
-    env = {"dtype": "float32", "device_name": "x", "torch": "t", "transformers": "u"}
-    keys = [reference_key(Ident, [1, 2], _compose(f"trial={t}"), frozenset(), env) for t in (1, 2, 3)]
+    ident = RunIdentity(ModelIdentity("m", "f", "", "hf", ""), "p", "", "h", {"threads": 1})
+    env = {"device_name": "x", "torch": "t", "transformers": "u"}
+    keys = [reference_key(spec_of(f"trial={t}"), ident, [1, 2], frozenset(), env, 8) for t in (1, 2, 3)]
     assert len(set(keys)) == 3
-    assert keys[0] == reference_key(Ident, [1, 2], _compose(), frozenset(), env)
+    assert keys[0] == reference_key(spec_of(), ident, [1, 2], frozenset(), env, 8)
+    assert keys[0] != reference_key(spec_of(), ident, [1, 2], frozenset(), env, 9)
 
 
 @pytest.mark.parametrize("bad, says", [("trial=0", "trial must be an integer >= 1"),
@@ -218,27 +201,34 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
 
 
 
-def test_a_prompt_near_the_context_end_generates_until_it_is_full_ar_alike(tmp_path):
-    """A benchmark prompt whose max_new_tokens would overrun the model's context is capped, not refused: AR and
-    the method stop at the same length (rows record capped_at); one that cannot fit at all is refused."""
+def test_a_prompt_near_the_context_end_generates_until_it_is_full_every_method_alike(tmp_path):
+    """A benchmark prompt whose max_new_tokens would overrun the model's context is capped, not refused: it
+    generates until the context is full, whatever the method or budget (near the end the engine verifies only
+    the draft nodes that still fit), so AR's rows, recorded budget=fixed, never depend on the budget of the
+    run that made them; one that cannot fit at all is refused."""
     from goose.tiny import save_tiny
 
     folder = save_tiny(tmp_path / "short", max_positions=256)
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"id": "short", "prompt": "a b a b"}) + "\n"
-                       + json.dumps({"id": "long", "prompt": "a b c " * 16}) + "\n")
-    base = ["model=hf", f"model.path={folder}", "benchmark=jsonl", f"benchmark.path={prompts}", "budget=16",
+                       + json.dumps({"id": "long", "prompt": "a b c " * 36}) + "\n")
+    base = ["model=hf", f"model.path={folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
             "max_new_tokens=64", "speedup_reference=cached", f"results_dir={tmp_path / 'res'}"]
-    r = run_py("-m", *base, "method=ar,goose")
+    r = run_py("-m", *base, "method=ar,goose", "budget=16,60")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "1 prompt(s) (long) leave less than max_new_tokens=64" in r.stdout
-    for method, tag in (("ar", "Bfixed-Mnone-N64"), ("goose", "B16-Mprompt-N64")):
+    assert "1 prompt(s) (long) leave less than max_new_tokens=64" in r.stdout and "every method alike" in r.stdout
+    longs = []
+    for method, tag in (("ar", "Bfixed-Mnone-N64"), ("goose", "B16-Mprompt-N64"), ("goose", "B60-Mprompt-N64")):
         got = {x["prompt_id"]: x for x in rows(run_folder(tmp_path / "res", "short", "jsonl", method, tag)
                                                / "results.csv")}
-        room = 256 - int(got["long"]["prompt_tokens"]) - (16 + 128)
+        room = 256 - int(got["long"]["prompt_tokens"])
         assert 0 < room < 64 and got["long"]["capped_at"] == str(room) and got["short"]["capped_at"] == ""
-        assert int(got["long"]["new_tokens"]) <= room and all(x["lossless"] == "True" for x in got.values())
-    prompts.write_text(json.dumps({"id": "huge", "prompt": "a b c " * 40}) + "\n")
+        assert all(x["lossless"] == "True" for x in got.values())
+        longs.append(got["long"])
+    assert len({x["new_tokens"] for x in longs}) == 1 and len({x["reference_key"] for x in longs}) == 1
+    assert int(longs[0]["new_tokens"]) == 256 - int(longs[0]["prompt_tokens"])  # the context is full
+    assert "Skipping" not in r.stdout and len(list((tmp_path / "res").glob("short/jsonl/ar/*"))) == 1
+    prompts.write_text(json.dumps({"id": "huge", "prompt": "a b c " * 50}) + "\n")
     bad = run_py(*base, "method=pld", f"results_dir={tmp_path / 'res2'}")
     assert bad.returncode == 2 and "not one new token fits" in bad.stderr
 
@@ -247,9 +237,11 @@ def test_a_blank_timing_column_in_another_file_does_not_make_speedups_stale(tmp_
     """threads 1 vs ar_threads read as 1.0 (a blank elsewhere makes the column float) once called every
     timing stale and left the speedup cells empty with exit 0."""
     write_rows(tmp_path / "spec")
-    for f in (tmp_path / "spec").rglob("results.csv"):
-        lines = f.read_text().splitlines()
-        f.write_text("\n".join([lines[0] + ",threads,ar_threads"] + [x + ",1,1" for x in lines[1:]]) + "\n")
+    for f in list((tmp_path / "spec").rglob("results.csv")):
+        rows = ResultsFile(f).rows()
+        f.unlink()
+        for r in rows:
+            ResultsFile(f).append({**r, "threads": 1, "ar_threads": 1})
     ResultsFile(tmp_path / "other" / "results.csv").append(
         {"model": "m", "benchmark": "gsm8k", "method": "pld", "budget": "fixed", "memory": "none", "prompt_id": "0",
          "new_tokens": 8, "steps": 4, "tau": 2.0, "wall_s": 1.0, "tokens_per_s": 8.0, "lossless": True,

@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import hf_greedy
+from conftest import hf_greedy, spec_of
 
 from baselines.suffix import GooseSuffixDrafter, SuffixDrafter, library
 from goose.decode import generate
 from goose.engine import Draft, Engine, Verification
 from goose.errors import GooseError
-from goose.methods import build_drafters, load_method, make_drafter
+from goose.methods import build_drafters, load_method, method_drafter
 from goose.results import ReferenceStore, TimingStore
 from goose.timing import Timer
 
@@ -45,7 +45,7 @@ def test_the_library_draft_hangs_under_our_root():
 @pytest.mark.parametrize("memory", ["prompt", "run"])
 @pytest.mark.parametrize("method", ["suffix", "suffix-chain", "goose-suffix"])
 def test_lossless_and_drafts_are_walked(method, memory, tiny, prompts):
-    d = make_drafter(*load_method(f"{method}:{memory}"))[0]
+    d = method_drafter(f"{method}:{memory}")[0]
     assert d.config.memory == memory and d.capabilities.memory == (memory == "run")
     engine = Engine(tiny)
     walked = 0
@@ -89,8 +89,7 @@ def test_memory_prompt_clears_and_memory_run_remembers(method, tiny, prompts):
     engine = Engine(tiny)
 
     def after(memory, earlier):
-        method_cfg, budget, _ = load_method(method)
-        d = make_drafter(method_cfg, budget, memory)[0]
+        d = method_drafter(f"{method}:{memory}")[0]
         for p in earlier:
             generate(engine, p, d, 40)
         return drafts_of(d, engine, prompts[1])
@@ -107,15 +106,14 @@ def test_timed_repeats_start_from_the_state_the_prompt_found(spec, tiny, prompts
     engine = Engine(tiny)
 
     def measured(repeats):
-        method_cfg, budget, memory = load_method(spec)
-        d = make_drafter(method_cfg, budget, memory)[0]
+        d = method_drafter(spec)[0]
         assert d.capabilities.memory
-        timer = Timer(engine, 40, frozenset(), repeats, "interleaved", {}, ReferenceStore(tmp_path / "r"),
+        timer = Timer(engine, spec_of(f"repeats={repeats}"), frozenset(), {}, ReferenceStore(tmp_path / "r"),
                       TimingStore(tmp_path / "t"))
         out = []
         for i, p in enumerate(prompts + prompts[:1]):
-            g = timer.measure(p, d, f"k{i}-{repeats}", i).gen
-            out.append((g.tokens, g.steps, g.widths, {k: v for k, v in g.stats.items() if k != "wall_s_std"}))
+            g = timer.measure(p, d, f"k{i}-{repeats}", i, 40).gen
+            out.append((g.tokens, g.steps, g.widths, g.stats))
         return out
 
     once = measured(1)
@@ -128,11 +126,9 @@ def test_timed_repeats_start_from_the_state_the_prompt_found(spec, tiny, prompts
 def test_the_library_missing_is_a_clear_error_and_other_methods_run(monkeypatch, tiny, prompts):
     monkeypatch.setitem(sys.modules, "arctic_inference", None)
     for spec in ("suffix", "goose-suffix"):
-        method_cfg, budget, memory = load_method(spec)
         with pytest.raises(GooseError, match="arctic-inference"):
-            make_drafter(method_cfg, budget, memory)
-    method_cfg, budget, memory = load_method("goose")
-    g = generate(Engine(tiny), prompts[0], make_drafter(method_cfg, budget, memory)[0], 16)
+            method_drafter(spec)
+    g = generate(Engine(tiny), prompts[0], method_drafter("goose")[0], 16)
     assert g.tokens == hf_greedy(tiny, prompts[0], 16)
     # A default list (bench, gpu-check) leaves them out with a notice; a named one stops.
     assert list(build_drafters(["goose", "suffix", "tr:prompt"], skip_missing=True)) == ["goose@60:prompt",

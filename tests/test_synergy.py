@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.artifacts import load_rows, make, source_gap, synergy, synergy_published
+from analysis.artifacts import make
+from analysis.load import load_rows
+from analysis.synergy import source_gap, synergy, synergy_published
 from goose.results import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]

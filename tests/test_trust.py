@@ -144,7 +144,8 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tiny_folder, tmp_path):
 
 
 def test_two_hf_folders_with_one_name_never_pool(tmp_path, run_goose):
-    from analysis.artifacts import by, load_rows
+    from analysis.load import load_rows
+    from analysis.pooling import by
     from goose.tiny import save_tiny
 
     f = jsonl(tmp_path / "p.jsonl", ["k = 1\nk = 1\n", "z z z z"])
@@ -239,7 +240,7 @@ def bad_inputs(tmp_path):
         (["model=gguf", f"model.path={not_gguf}"], "is not a GGUF file"),
         (["model=hf", f"model.path={no_tok}"], "has no tokenizer"),
         (["method=rest", f"method.drafter.datastore={store}"], f"{store / 'sa.npy'} is missing"),
-        (["model=hf", f"model.path={short}", "method=goose", "budget=100"], "budget=100 is too large for this model"),
+        (["model=hf", f"model.path={short}", "method=goose", "budget=128"], "budget=128 is too large for this model"),
         (["prompt=x", f"prompt_file={not_gguf}"], "not both"),
     ]
 

@@ -16,20 +16,20 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 
-from goose.budget import AutoBudget, Budget, CostCurve, cost_curve
+from goose.budget import Budget, CostCurve, cost_curve
 from goose.decode import BONUS
 from goose.decode import generate as decode
 from goose.drafter import Drafter
 from goose.engine import Engine
 from goose.errors import GooseError
-from goose.inputs import check_length
+from goose.inputs import check_budget, check_length
 from goose.models import ModelIdentity, identify_model, load_model, model_config, model_config_names, stop_ids
 from goose.results import token_pieces
 from goose.sampling import Sampling
+from goose.sections import ModelSpec
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -65,8 +65,6 @@ class Model:
 def _model_config(name: str):
     """(conf/model config, how `name` was understood): a config name, else an existing local GGUF file
     or Hugging Face folder, else a hub repo id."""
-    from omegaconf import OmegaConf
-
     if name in ("hf", "gguf"):
         what = "a local Hugging Face folder" if name == "hf" else "a GGUF file"
         raise GooseError(f"'{name}' is the config for {what}: pass its path, goose.load('/path/to/it').")
@@ -80,9 +78,7 @@ def _model_config(name: str):
     if path.is_dir():
         return model_config("hf", str(path)), f"local folder {path.resolve()}"
     if HUB_ID.match(name):
-        cfg = OmegaConf.create({"name": name.split("/")[-1], "source": "hub", "repo": name, "dtype": "auto",
-                                "device": "auto"})
-        return cfg, f"Hugging Face hub id {name}"
+        return ModelSpec(name=name.split("/")[-1], source="hub", repo=name), f"Hugging Face hub id {name}"
     raise GooseError(f"cannot load '{name}': not a model config ({', '.join(model_config_names())}), not an "
                      "existing file or folder, and not a hub id (org/name).")
 
@@ -168,28 +164,20 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
 def make_method(model: Model, method: str | Drafter, budget: int | str = 60, memory: str | None = None) -> Drafter:
     """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` and `memory`, or
     a drafter instance (its own Config holds its budget; budget="auto" arms pruning on it)."""
-    from goose.methods import load_method, make_drafter
+    from goose.methods import load_method, make_drafter, prepare_drafter
 
-    Budget.parse(budget)  # a bad budget is refused whatever the method
+    b = Budget.parse(budget)  # a bad budget is refused whatever the method
     if isinstance(method, Drafter):
         drafter = method
-        auto = str(budget) == "auto"
     else:
         # A model loaded by hub id has no config of its own: compose as `hf` under its name (REST's default
         # datastore is named after the model config).
         known = model.config_name in model_config_names()
-        method_cfg, b, mem = load_method(f"{method}@{budget}" + (f":{memory}" if memory else ""),
-                                         model=model.config_name if known else "hf",
-                                         extra=[] if known else [f"model.name={model.config_name}"])
-        drafter = make_drafter(method_cfg, b, mem)[0]
-        auto = b.auto
-    if drafter.capabilities.tokenizer_bound:
-        drafter.bind_tokenizer(model.tokenizer, model.config_name)
-    if auto:
-        if not drafter.capabilities.auto_budget:
-            raise GooseError(f"method '{drafter.name}' does not support budget=auto; give a number of nodes.")
-        drafter.enable_auto_budget(AutoBudget(model.cost()))
-    return drafter
+        method_spec, b = load_method(f"{method}@{budget}" + (f":{memory}" if memory else ""),
+                                     model=model.config_name if known else "hf",
+                                     extra=[] if known else [f"model.name={model.config_name}"])
+        drafter = make_drafter(method_spec, b)
+    return prepare_drafter(drafter, b, model.tokenizer, model.config_name, model.cost)
 
 
 def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int | str = 60,
@@ -211,9 +199,8 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     sampling = Sampling(temperature, top_k, top_p, seed)
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
-    nodes = getattr(drafter.config, "budget", 1)
-    check_length("the prompt", len(ids), model.engine.max_positions,
-                 SimpleNamespace(budget=budget, max_new_tokens=max_new_tokens), nodes)
+    check_budget(getattr(drafter.config, "budget", 1), model.engine.max_positions)
+    check_length("the prompt", len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
                  None if sampling.greedy else sampling)
     pieces = token_pieces(model.tokenizer, gen.tokens)

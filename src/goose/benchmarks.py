@@ -35,15 +35,58 @@ def data_dir(configured: str | None = None) -> Path:
     return path if path.is_absolute() else (REPO_ROOT / path)
 
 
+def read_text_file(path: str | Path, what: str) -> str:
+    """A text file's content, UTF-8 (a BOM is dropped), gzip-compressed or not; every fault one GooseError."""
+    p = Path(os.path.expanduser(str(path)))
+    if p.is_dir():
+        raise GooseError(f"{what} '{p}' is a folder, not a file.")
+    if not p.is_file():
+        raise GooseError(f"{what} '{p}' does not exist.")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise GooseError(f"cannot read {what} '{p}': {e.strerror}.") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise GooseError(f"{what} '{p}' starts like a gzip file but does not decompress ({e}).") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise GooseError(f"{what} '{p}' is not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} (line "
+                         f"{line}). Save it as UTF-8.") from None
+
+
+def jsonl_records(path: str | Path, what: str = "prompt file") -> list[tuple[int, object]]:
+    """(line number, parsed JSON) per non-blank line. Lines end at newlines only: a JSON string may hold
+    U+2028 or other characters str.splitlines would split at."""
+    p = Path(os.path.expanduser(str(path)))
+    out = []
+    for n, line in enumerate(read_text_file(p, what).split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise GooseError(f"{p}:{n}: not valid JSON ({e.msg}).") from None
+    return out
+
+
 def _jsonl(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [r for _, r in jsonl_records(path, "benchmark file")]
 
 
 def _local_or_hub(name: str, local: Path, hub: Callable[[], list[dict]], hint: str) -> list[dict]:
     if local.is_file():
-        return _jsonl(local) if local.suffix in (".jsonl", ".gz") else json.loads(local.read_text())
+        if local.suffix in (".jsonl", ".gz"):
+            return _jsonl(local)
+        try:
+            return json.loads(read_text_file(local, "benchmark file"))
+        except json.JSONDecodeError as e:
+            raise GooseError(f"{local}: not valid JSON ({e.msg}, line {e.lineno}).") from None
     try:
         return hub()
     except Exception as e:  # no network, or no `datasets` cache
@@ -142,25 +185,26 @@ def spec_bench(root: Path, turns: int = 2) -> list[Prompt]:
 
 
 def jsonl_file(path: str | None) -> list[Prompt]:
+    """benchmark=jsonl: one JSON object per line with a string 'prompt' and, on every line or on none, an
+    'id' (a string or an integer; without ids prompts are numbered by position)."""
     if not path:
         raise GooseError("benchmark=jsonl needs a file: benchmark.path=FILE (one JSON object per line with 'prompt').")
     p = Path(os.path.expanduser(path))
-    if not p.is_file():
-        raise GooseError(f"prompt file '{p}' does not exist.")
+    records = jsonl_records(p)
+    with_id = [n for n, r in records if isinstance(r, dict) and "id" in r]
     out, line_of = [], {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise GooseError(f"{p}:{n}: not valid JSON ({e.msg}).") from None
+    for n, row in records:
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise GooseError(f"{p}:{n}: each line needs a string field 'prompt'.")
-        pid = str(row.get("id", len(out)))
+        if with_id and "id" not in row:
+            raise GooseError(f"{p}:{n} has no 'id' but line {with_id[0]} has one: give every prompt an id, or "
+                             "none (prompts are then numbered by position).")
+        raw = row.get("id", len(out))
+        if isinstance(raw, bool) or not isinstance(raw, (str, int)) or raw == "":
+            raise GooseError(f"{p}:{n}: 'id' must be a non-empty string or an integer (got {json.dumps(raw)}).")
+        pid = str(raw)
         if pid in line_of:
-            raise GooseError(f"{p}: id '{pid}' is on lines {line_of[pid]} and {n}; each prompt needs its own id "
-                             "(or leave all ids out: prompts are then numbered by position).")
+            raise GooseError(f"{p}: id '{pid}' is on lines {line_of[pid]} and {n}; each prompt needs its own id.")
         line_of[pid] = n
         out.append(Prompt(pid, row["prompt"]))
     if not out:

@@ -156,7 +156,7 @@ class AutoBudget:
 def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> CostCurve:
     """The verification cost curve of this model on this machine, measured once and cached, keyed by
     the model's content, device, dtype, threads, backend, torch version and the engine's cost revision."""
-    from goose.models import cache_root
+    from goose.paths import cache_root
 
     where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
     key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"

@@ -19,6 +19,7 @@ class Generation:
     tokens: list[int]
     steps: int  # target forwards, prefill included
     wall_s: float
+    wall_s_std: float = 0.0  # over timed repeats (goose.timing.combine)
     widths: list[int] = field(default_factory=list)
     forward_s: float = 0.0
     overhead_s: float = 0.0  # engine work around the forward: mask, top-k, walk, compaction

@@ -41,20 +41,51 @@ def configure(cls: type, config, overrides: dict):
     return dataclasses.replace(config, **overrides) if overrides else config
 
 
-def has_field(config, name: str) -> bool:
-    return any(f.name == name for f in dataclasses.fields(config))
-
-
-def budget_field(config) -> bool:
-    """Whether a numeric budget changes this drafter's drafts (its Config has a `budget` field)."""
-    return has_field(config, "budget")
-
-
-# Cross-prompt memory: `prompt` clears a drafter's learned state before every prompt; `run` keeps
-# it across the prompts of one run, in prompt order. Drafters that can keep state have a `memory`
-# field in their Config (default: the method's paper setting); the others record `none`.
+# What a Config field is to the runner, declared where the field is (never guessed from its name):
+# - budget_setting(): nodes per draft incl. the root, set from the top-level `budget`. A drafter without
+#   one ignores budgets: its rows record budget=fixed, so a budget sweep runs it once.
+# - memory_setting(): the cross-prompt memory mode (MEMORY_MODES), set from the top-level `memory`.
+#   `prompt` clears learned state before every prompt, `run` keeps it across the prompts of a run, in
+#   prompt order. A drafter without one keeps nothing and records memory=none.
+# - data_setting(): a file or folder the drafts depend on (REST's datastore, a user drafter's table):
+#   its content, not its path, enters the config hash, so a rebuilt datastore is another configuration.
+ROLE = "goose_role"
+BUDGET, MEMORY, DATA = "budget", "memory", "data"
 MEMORY_MODES = ("prompt", "run")
 NO_MEMORY = "none"
+
+
+def budget_setting(default: int = 60):
+    return dataclasses.field(default=default, metadata={ROLE: BUDGET})
+
+
+def memory_setting(default: str = "prompt"):
+    return dataclasses.field(default=default, metadata={ROLE: MEMORY})
+
+
+def data_setting(default=dataclasses.MISSING):
+    return dataclasses.field(default=default, metadata={ROLE: DATA})
+
+
+def role_fields(config, role: str) -> list[str]:
+    """The names of a Config's (class or instance) fields declared with `role`."""
+    return [f.name for f in dataclasses.fields(config) if f.metadata.get(ROLE) == role]
+
+
+def check_roles(config_cls: type, method: str) -> None:
+    """A field named budget or memory must say it is one (budget_setting(), memory_setting()): otherwise the
+    top-level setting would silently not reach it."""
+    for f in dataclasses.fields(config_cls):
+        if f.name in (BUDGET, MEMORY) and f.metadata.get(ROLE) != f.name:
+            raise GooseError(f"method '{method}': {config_cls.__name__}.{f.name} must be declared with "
+                             f"goose.drafter.{f.name}_setting(...) so that the top-level {f.name}=... sets it.")
+    if len(role_fields(config_cls, BUDGET)) > 1 or len(role_fields(config_cls, MEMORY)) > 1:
+        raise GooseError(f"method '{method}': {config_cls.__name__} declares more than one budget or memory field.")
+
+
+def takes_budget(config) -> bool:
+    """Whether a numeric budget changes this drafter's drafts."""
+    return bool(role_fields(config, BUDGET))
 
 
 def check_memory(value, where: str, null_ok: bool = False) -> None:
@@ -68,7 +99,19 @@ def check_memory(value, where: str, null_ok: bool = False) -> None:
 
 def memory_label(config) -> str:
     """The memory mode a row records: the Config's, or `none` for a drafter that keeps nothing."""
-    return config.memory if has_field(config, "memory") else NO_MEMORY
+    names = role_fields(config, MEMORY)
+    return getattr(config, names[0]) if names else NO_MEMORY
+
+
+def memory_default(config) -> str:
+    """The memory mode a drafter's Config defaults to: its method's paper setting (`none`: it keeps nothing)."""
+    fields = [f for f in dataclasses.fields(config) if f.metadata.get(ROLE) == MEMORY]
+    return fields[0].default if fields else NO_MEMORY
+
+
+def data_paths(config) -> dict[str, str]:
+    """Config field -> the file or folder it names, for every data_setting() field that is set."""
+    return {n: str(getattr(config, n)) for n in role_fields(config, DATA) if getattr(config, n) not in (None, "")}
 
 
 class Drafter:

@@ -42,6 +42,13 @@ class Draft:
     def chain(cls, tokens: list[int]) -> Draft:
         return cls(list(tokens), list(range(-1, len(tokens) - 1)))
 
+    def prefix(self, n: int) -> Draft:
+        """The first n nodes (a draft again: every node's parent precedes it)."""
+        if n >= len(self):
+            return self
+        vis = None if self.visibility is None else self.visibility[:n, :n]
+        return Draft(self.tokens[:n], self.parents[:n], vis, None if self.depths is None else self.depths[:n])
+
 
 @dataclass
 class Verification:
@@ -49,6 +56,8 @@ class Verification:
 
     path: accepted node indices, starting with the root (0).
     bonus: the target's argmax after the last accepted node.
+    width: the nodes verified: the draft's, or, where the model's context ends, its first `width` nodes
+    (the rest never reached the forward: a drafter learns from nodes below `width` only).
     topk_ids / topk_scores: [T, k] top-k of every node's logits (None when k = 0),
     what adjacency drafters harvest, rejected nodes included.
     """
@@ -254,8 +263,10 @@ class Engine:
         on the perturbed logits (node at position p predicts p + 1 and uses that position's noise).
         topk_ids/topk_scores are always the unperturbed logits' top-k (what harvesting drafters learn)."""
         t0 = time.perf_counter() if self.profile else 0.0
-        T = len(draft.tokens)
         P = self.cache_len
+        if self.max_positions is not None and P + len(draft) > self.max_positions:
+            draft = draft.prefix(self.max_positions - P)  # the nodes that still fit in the context
+        T = len(draft.tokens)
         dev = self.device
         if draft.visibility is None:
             visible = ancestor_matrix(draft.parents, dev)

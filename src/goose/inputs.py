@@ -1,16 +1,12 @@
-"""From prompts to token ids: turns, raw or chat formatting, and the length checks."""
+"""From prompts to token ids: turns, raw or chat formatting, and the context limits."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from dataclasses import dataclass
 
-from omegaconf import DictConfig
-
-from goose.benchmarks import STRATIFIED, Prompt, load_prompts
+from goose.benchmarks import STRATIFIED, Prompt, load_prompts, read_text_file
 from goose.errors import GooseError
-
-DRAFT_EXTRA = 128  # positions a draft may take beyond its budget (chain extension, long chains)
+from goose.fingerprints import prompt_fingerprint
 
 
 def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> list[Prompt]:
@@ -29,18 +25,33 @@ def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> li
     return out
 
 
-def benchmark_prompts(cfg: DictConfig) -> tuple[list[Prompt], list[Prompt]]:
-    """(every prompt of the configured benchmark, the ones this run decodes: `n_prompts` of them, per
+def benchmark_prompts(spec) -> tuple[list[Prompt], list[Prompt]]:
+    """(every prompt of the spec's benchmark, the ones this run decodes: `n_prompts` of them, per
     category where the benchmark is stratified)."""
-    b = cfg.benchmark
-    every = load_prompts(b.name, cfg.data_dir, b.get("path"), b.get("turns"))
-    return every, select(every, cfg.n_prompts, b.name in STRATIFIED)
+    b = spec.benchmark
+    every = load_prompts(b.name, spec.data_dir, b.path, b.turns)
+    return every, select(every, spec.n_prompts, b.name in STRATIFIED)
 
 
-def turns_of(prompt: Prompt) -> list[tuple[str, str]]:
-    """(row id, user text) per turn; later turns get ids '<id>#2', '<id>#3', ..."""
+@dataclass(frozen=True)
+class Turn:
+    """One row's question: a prompt, or a later turn of it (after the model's own earlier answers)."""
+
+    id: str
+    text: str
+    earlier: tuple[str, ...] = ()  # the user turns before it
+    category: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return prompt_fingerprint(self.text, self.earlier)
+
+
+def turns_of(prompt: Prompt) -> list[Turn]:
+    """Every turn of a prompt; later turns get ids '<id>#2', '<id>#3', ..."""
     texts = [prompt.text, *prompt.later_turns]
-    return [(prompt.id if i == 0 else f"{prompt.id}#{i + 1}", t) for i, t in enumerate(texts)]
+    return [Turn(prompt.id if i == 0 else f"{prompt.id}#{i + 1}", t, tuple(texts[:i]), prompt.category)
+            for i, t in enumerate(texts)]
 
 
 def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool) -> list[int]:
@@ -56,54 +67,36 @@ def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool
     return tokenizer(raw).input_ids
 
 
-def single_prompt_text(cfg: DictConfig) -> str:
-    if cfg.prompt_file is None:
-        return str(cfg.prompt)
-    path = Path(os.path.expanduser(str(cfg.prompt_file)))
-    if not path.is_file():
-        raise GooseError(f"prompt_file '{path}' does not exist.")
-    return path.read_text(encoding="utf-8")
+def single_prompt_text(prompt: str | None, prompt_file: str | None) -> str:
+    if prompt_file is None:
+        return str(prompt)
+    return read_text_file(prompt_file, "prompt_file")
 
 
-def _check_budget(cfg: DictConfig, limit: int, drafts: int) -> None:
-    if drafts + 1 >= limit:
-        fix = (f"Use budget={limit - DRAFT_EXTRA - 2} or less." if limit > DRAFT_EXTRA + 2 else
-               "Its context is too short for tree drafts: use method=ar.")
-        raise GooseError(
-            f"budget={cfg.budget} is too large for this model: a draft may take up to {drafts} positions "
-            f"(the budget plus {DRAFT_EXTRA} for chain extension), which does not fit its context of {limit} "
-            f"tokens. {fix}"
-        )
+def check_budget(nodes: int, limit: int | None) -> None:
+    """A draft of `nodes` must fit beside at least one prompt token in the model's context."""
+    if limit is not None and nodes >= limit:
+        raise GooseError(f"budget={nodes} is too large for this model: its context holds {limit} positions. Use "
+                         f"budget={limit // 2} or less.")
 
 
-def token_room(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> int:
-    """max_new_tokens, or fewer where the model's context ends first: the prompt, its generation and one
-    draft (`nodes` per draft, incl. root, plus chain extension) must fit. It depends on the prompt, the
-    budget and the model only, so AR and every method at one budget stop at the same length. A benchmark
-    run caps such prompts (rows record `capped_at`) rather than refusing them."""
+def token_room(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -> int:
+    """max_new_tokens, or fewer where the model's context ends first: a benchmark prompt generates until
+    the context is full (rows record `capped_at`). It depends on the prompt and the model only, so every
+    method and budget stops at the same length (near the end the engine verifies only the draft nodes
+    that still fit: goose.engine)."""
     if limit is None:
-        return cfg.max_new_tokens
-    drafts = nodes + DRAFT_EXTRA
-    _check_budget(cfg, limit, drafts)
-    room = min(cfg.max_new_tokens, limit - n - drafts)
+        return max_new_tokens
+    room = min(max_new_tokens, limit - n)
     if room < 1:
-        raise GooseError(
-            f"prompt '{prompt_id}' has {n} tokens; with drafts of up to {drafts} nodes not one new token fits in "
-            f"the model's context of {limit}. Shorten the prompt or use a model with a longer context."
-        )
+        raise GooseError(f"prompt '{prompt_id}' has {n} tokens: not one new token fits in the model's context of "
+                         f"{limit}. Shorten the prompt or use a model with a longer context.")
     return room
 
 
-def check_length(prompt_id: str, n: int, limit: int | None, cfg: DictConfig, nodes: int) -> None:
-    """Refuse a prompt whose whole generation (max_new_tokens) and drafts would not fit (a single prompt: the
-    user asked for that many tokens)."""
-    if limit is None:
-        return
-    drafts = nodes + DRAFT_EXTRA
-    _check_budget(cfg, limit, drafts)
-    if n + cfg.max_new_tokens + drafts > limit:
-        raise GooseError(
-            f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={cfg.max_new_tokens} and drafts of "
-            f"up to {drafts} nodes it exceeds the model's context of {limit}. Lower max_new_tokens or "
-            "shorten the prompt."
-        )
+def check_length(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -> None:
+    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens)."""
+    if limit is not None and n + max_new_tokens > limit:
+        raise GooseError(f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the "
+                         f"model's context of {limit}. Lower max_new_tokens to {max(limit - n, 0)} or less, or "
+                         "shorten the prompt.")

@@ -5,16 +5,28 @@ is one drafter file plus one YAML (in conf/method/ or any folder on Hydra's sear
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from goose.budget import Budget
-from goose.drafter import NO_MEMORY, Drafter, budget_field, check_memory, has_field, memory_label
+from goose.drafter import (
+    BUDGET,
+    MEMORY,
+    NO_MEMORY,
+    Drafter,
+    check_memory,
+    check_roles,
+    memory_label,
+    role_fields,
+    takes_budget,
+)
 from goose.errors import GooseError, MissingLibrary
 from goose.metrics import FIXED
 from goose.paths import CONF
+from goose.sections import MethodSpec, check_keys
 
 
 def search_path_override(search_path: list[str] | tuple[str, ...]) -> list[str]:
@@ -43,62 +55,89 @@ def method_names(search_path: list[str] | tuple[str, ...] = ()) -> list[str]:
     return sorted(names)
 
 
-def drafter_class(method: DictConfig) -> type[Drafter]:
+def drafter_class(method: Mapping) -> type[Drafter]:
     from hydra.utils import get_class
 
-    target = method.get("drafter", {}).get("_target_")
+    drafter = method.get("drafter") or {}
+    target = drafter.get("_target_") if isinstance(drafter, Mapping) else None
     if not target:
         raise GooseError(f"method '{method.get('name')}': its YAML needs drafter._target_ (a Drafter class).")
     try:
         cls = get_class(target)
     except Exception as e:  # Hydra wraps the import error
-        raise GooseError(f"method '{method.name}': cannot import {target} ({e.__cause__ or e}). Is its folder "
+        raise GooseError(f"method '{method.get('name')}': cannot import {target} ({e.__cause__ or e}). Is its folder "
                          "on PYTHONPATH?") from None
     if not (isinstance(cls, type) and issubclass(cls, Drafter)):
-        raise GooseError(f"method '{method.name}': {target} is not a goose Drafter.")
+        raise GooseError(f"method '{method.get('name')}': {target} is not a goose Drafter.")
     return cls
 
 
-def resolve_method(method: DictConfig, budget: Budget, memory: str | None = None):
-    """(drafter class, its validated Config): the YAML's keys over the dataclass defaults, the budget
-    and (when given) the memory mode from the top-level settings."""
+def resolve_method(method, budget: Budget, memory: str | None = None) -> MethodSpec:
+    """A method section (plain or DictConfig) resolved: its drafter class and validated Config (the YAML's keys
+    over the dataclass defaults, the top-level budget and, when given, the memory mode)."""
+    if isinstance(method, DictConfig):
+        method = OmegaConf.to_container(method, resolve=True)
+    if not isinstance(method, Mapping):
+        raise GooseError(f"method must be a section (got {method!r}); choose one: method=NAME.")
+    check_keys("method", method, ["name", "drafter"], "a method config holds its name and drafter "
+               "(drafter._target_ and the Config's fields).")
     cls = drafter_class(method)
-    given = OmegaConf.to_container(method.drafter, resolve=True)
+    name = method.get("name") or cls.name
+    check_roles(cls.Config, name)
+    given = dict(method["drafter"])
     given.pop("_target_")
-    if "budget" in given:
-        raise GooseError(f"method '{method.name}': set the top-level budget=..., not drafter.budget.")
-    try:
-        values = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls.Config), given))
+    fields = [f.name for f in dataclasses.fields(cls.Config)]
+    for role in (BUDGET,):
+        if any(k in role_fields(cls.Config, role) for k in given):
+            raise GooseError(f"method '{name}': set the top-level budget=..., not drafter.budget.")
+    check_keys("method.drafter", given, fields, f"method {name}'s settings are the fields of {cls.Config.__name__}: "
+               f"{', '.join(fields) or '(none)'}.")
+    values = dict(given)
+    for f in role_fields(cls.Config, BUDGET):
+        values[f] = budget.nodes
+    for f in role_fields(cls.Config, MEMORY):
+        if memory is not None:
+            if f in given and given[f] != memory:
+                raise GooseError(f"method '{name}': memory={memory} contradicts its drafter.{f}={given[f]}; set one "
+                                 "of them.")
+            values[f] = memory
+    try:  # typed by the dataclass (a string where an int belongs is refused), then validated by it
+        values = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls.Config), values))
     except OmegaConfBaseException as e:
-        raise GooseError(f"method '{method.name}': {str(e).splitlines()[0]}") from None
-    if budget_field(cls.Config):
-        values["budget"] = budget.nodes
-    if memory is not None and has_field(cls.Config, "memory"):
-        if "memory" in given and given["memory"] != memory:
-            raise GooseError(f"method '{method.name}': memory={memory} contradicts its drafter.memory="
-                             f"{given['memory']}; set one of them.")
-        values["memory"] = memory
-    return cls, cls.Config(**values)
+        raise GooseError(f"method '{name}': {str(e).splitlines()[0]}") from None
+    return MethodSpec(name, cls, cls.Config(**values))
 
 
-def make_drafter(method: DictConfig, budget: Budget, memory: str | None = None) -> tuple[Drafter, dict]:
-    """A drafter ready to run, and the record of its full configuration (for hashes, rows and
-    config.yaml). budget=auto is checked here; the runner hands it the cost curve later. `memory`
-    (prompt | run) overrides the method's default where the method keeps state at all."""
-    check_memory(memory, "memory setting", null_ok=True)
-    cls, config = resolve_method(method, budget, memory)
-    drafter = cls(config)
+def make_drafter(method: MethodSpec, budget: Budget) -> Drafter:
+    """A fresh drafter of `method`, budget=auto checked (the cost curve is handed to it later: prepare_drafter)."""
+    drafter = method.build()
     if budget.auto and not drafter.capabilities.auto_budget:
         raise GooseError(f"method '{method.name}' does not support budget=auto (it cannot prune its drafts); "
                          "give a number of nodes, e.g. budget=60.")
-    plain = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()}
-    return drafter, {"_target_": method.drafter._target_, **plain}
+    return drafter
 
 
-def budget_label(drafter: Drafter, budget) -> str | int:
+def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str, cost=None) -> Drafter:
+    """Arm a drafter for a loaded model: the tokenizer for drafters bound to one (REST's datastore: checked,
+    or built on first use), and under budget=auto the pruner over the cost curve (`cost()`, measured or
+    read once). The one place drafters are armed (runner, API, bench)."""
+    from goose.budget import AutoBudget
+
+    if drafter.capabilities.tokenizer_bound:
+        drafter.bind_tokenizer(tokenizer, model_name)
+    if budget.auto:
+        if not drafter.capabilities.auto_budget:
+            raise GooseError(f"method '{drafter.name}' does not support budget=auto (it cannot prune its drafts); "
+                             "give a number of nodes, e.g. budget=60.")
+        if cost is not None:
+            drafter.enable_auto_budget(AutoBudget(cost()))
+    return drafter
+
+
+def budget_label(config, budget) -> str | int:
     """The budget a row records: as given, or `fixed` for a method no numeric budget changes (so
     a budget sweep runs it once, not once per budget)."""
-    return budget if budget == "auto" or budget_field(drafter.config) else FIXED
+    return budget if budget == "auto" or takes_budget(config) else FIXED
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -114,15 +153,15 @@ def parse_spec(spec: str) -> tuple[str, str, str]:
 def spec_label(name: str, drafter: Drafter, budget: Budget) -> str:
     """What a configuration is, whatever was typed: `suffix` and `suffix:run` are both
     `suffix@60:run`; `pld:run` is `pld` (no budget changes it, it keeps no state)."""
-    b = "auto" if budget.auto else str(budget.nodes) if budget_field(drafter.config) else ""
+    b = "auto" if budget.auto else str(budget.nodes) if takes_budget(drafter.config) else ""
     m = memory_label(drafter.config)
     return name + (f"@{b}" if b else "") + (f":{m}" if m != NO_MEMORY else "")
 
 
 def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
-                extra: list[str] | tuple[str, ...] = ()) -> tuple[DictConfig, Budget, str | None]:
-    """`name[@budget][:memory]` (e.g. goose@16, pld@auto, tr:prompt, goose@60:run): the method's config
-    as run.py composes it, its budget and the memory mode asked for (None: the method's default)."""
+                extra: list[str] | tuple[str, ...] = ()) -> tuple[MethodSpec, Budget]:
+    """`name[@budget][:memory]` (e.g. goose@16, pld@auto, tr:prompt, goose@60:run): the method resolved as
+    run.py resolves it, and its budget."""
     name, b, memory = parse_spec(spec)
     if name not in method_names(search_path):
         raise GooseError(f"unknown method '{name}'; choose from {', '.join(method_names(search_path))}")
@@ -130,7 +169,15 @@ def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] |
         check_memory(memory, f"method spec {spec!r}")
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])
     cfg = compose_config(overrides, search_path)
-    return cfg.method, Budget.parse(cfg.budget), memory or cfg.get("memory")
+    budget = Budget.parse(cfg.budget)
+    return resolve_method(cfg.method, budget, memory or cfg.get("memory")), budget
+
+
+def method_drafter(spec: str, model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
+                   extra: list[str] | tuple[str, ...] = ()) -> tuple[Drafter, Budget]:
+    """A fresh drafter for `name[@budget][:memory]`, and its budget (not yet prepared for a model)."""
+    method, budget = load_method(spec, model, search_path, extra)
+    return make_drafter(method, budget), budget
 
 
 def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
@@ -141,9 +188,9 @@ def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: l
     notice (a default list), rather than stopping the others (a list the user named)."""
     out = {}
     for spec in specs:
-        method, budget, memory = load_method(spec, model, search_path, extra)
+        method, budget = load_method(spec, model, search_path, extra)
         try:
-            drafter = make_drafter(method, budget, memory)[0]
+            drafter = make_drafter(method, budget)
         except MissingLibrary as e:
             if not skip_missing:
                 raise
@@ -158,15 +205,5 @@ def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: l
 
 
 def arm(built: dict[str, tuple[Drafter, Budget]], cost, tokenizer, model_name: str) -> dict[str, Drafter]:
-    """Once the model is loaded: the tokenizer for drafters bound to one (REST's datastore: checked, or
-    built on first use), and the cost curve (`cost()`) for budget=auto."""
-    from goose.budget import AutoBudget
-
-    out = {}
-    for spec, (drafter, budget) in built.items():
-        if drafter.capabilities.tokenizer_bound:
-            drafter.bind_tokenizer(tokenizer, model_name)
-        if budget.auto:
-            drafter.enable_auto_budget(AutoBudget(cost()))
-        out[spec] = drafter
-    return out
+    """Once the model is loaded: every drafter of `build_drafters` prepared (prepare_drafter)."""
+    return {spec: prepare_drafter(d, b, tokenizer, model_name, cost) for spec, (d, b) in built.items()}

@@ -26,14 +26,10 @@ from urllib.parse import urlparse
 import torch
 
 from goose.errors import GooseError
-from goose.fingerprints import digest, file_fingerprint, folder_fingerprint
-from goose.paths import CONF
+from goose.fingerprints import digest, file_fingerprint, file_sha256, folder_fingerprint
+from goose.paths import CONF, cache_root
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("GOOSE_CACHE", Path.home() / ".cache" / "goose"))
 
 
 def resolve_device(device: str) -> torch.device:
@@ -73,15 +69,32 @@ def package_file(package: str, filename: str) -> Path:
 
 
 def converted_gguf(gguf_path: Path) -> Path:
-    """Dequantize a GGUF file once into a cached HF folder; return that folder."""
-    stat = gguf_path.stat()
-    key = hashlib.sha1(f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
-    out = cache_root() / "models" / f"{gguf_path.stem}-{key}"
+    """Dequantize a GGUF file once into a cached HF folder, keyed by the file's content (every byte):
+    a GGUF edited in place is converted again, a copy elsewhere reuses the conversion; return the folder."""
+    out = cache_root() / "models" / f"{gguf_path.stem}-{file_sha256(gguf_path)[:16]}"
     if (out / "config.json").is_file():
         return out
+    print(f"[goose] converting {gguf_path.name} once (about 30 s); cached in {out}", flush=True)
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        convert_gguf_into(gguf_path, tmp)
+        if out.exists():  # another process converted it meanwhile
+            shutil.rmtree(tmp)
+        else:
+            tmp.rename(out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        from goose.durable import write_error
+
+        raise write_error(out, e, "write the converted model") from None
+    return out
+
+
+def convert_gguf_into(gguf_path: Path, folder: Path) -> None:
+    """The GGUF's weights dequantized to float32 and its tokenizer, saved as a Hugging Face folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    print(f"[goose] converting {gguf_path.name} once (about 30 s); cached in {out}", flush=True)
     kw = {"gguf_file": gguf_path.name}
     tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
     quant = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kw)
@@ -91,14 +104,8 @@ def converted_gguf(gguf_path: Path) -> Path:
         del config.quantization_config
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(quant.state_dict())
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    plain.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    if out.exists():
-        shutil.rmtree(tmp)
-    else:
-        tmp.rename(out)
-    return out
+    plain.save_pretrained(folder)
+    tok.save_pretrained(folder)
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -166,7 +173,7 @@ def identify_model(cfg) -> ModelIdentity:
         return ModelIdentity(cfg.name, digest(["gguf", file_fingerprint(path)]), f"{cfg.package}/{cfg.file}",
                              "gguf", str(path))
     if source in ("gguf", "hf"):
-        if not cfg.get("path"):
+        if not cfg.path:
             what = "file.gguf" if source == "gguf" else "folder"
             raise GooseError(f"model={cfg.name} needs a path: model.path=/path/to/{what}")
         path = Path(os.path.expanduser(str(cfg.path))).resolve()
@@ -183,7 +190,7 @@ def identify_model(cfg) -> ModelIdentity:
                              "copy the tokenizer files of the model into it.")
         return ModelIdentity(path.name, digest(["hf", folder_fingerprint(path)]), str(path), "hf", str(path))
     if source == "hub":
-        where, commit = hub_snapshot(cfg.repo, cfg.name, cfg.get("revision"))
+        where, commit = hub_snapshot(cfg.repo, cfg.name, cfg.revision)
         return ModelIdentity(cfg.name, digest(["hub", cfg.repo, commit]), f"{cfg.repo}@{commit}", "hub", where,
                              commit)
     raise GooseError(f"unknown model source '{source}' (gguf_package, gguf, hf, hub).")
@@ -203,37 +210,52 @@ def model_config_names() -> list[str]:
 
 
 def model_config(name: str, path: str | None = None):
-    """A conf/model config by name (for scripts outside Hydra); `path` for model=hf/gguf."""
+    """A conf/model config by name, typed (goose.spec.ModelSpec), for scripts outside Hydra; `path` for
+    model=hf/gguf."""
+    import dataclasses
+
     from omegaconf import OmegaConf
+
+    from goose.sections import ModelSpec, section
 
     names = model_config_names()
     if name not in names:
         raise GooseError(f"unknown model '{name}'; choose one of {', '.join(names)} (hf and gguf take a path)")
-    cfg = OmegaConf.load(MODEL_CONFIGS / f"{name}.yaml")
-    if path:
-        cfg.path = path
-    return cfg
+    spec = section(ModelSpec, f"model {name}", OmegaConf.to_container(OmegaConf.load(MODEL_CONFIGS / f"{name}.yaml")))
+    return dataclasses.replace(spec, path=path) if path else spec
+
+
+def load_tokenizer(cfg, identity: ModelIdentity | None = None):
+    """The model's tokenizer alone (no weights loaded; a GGUF is converted once first)."""
+    from transformers import AutoTokenizer
+
+    ident = identity or identify_model(cfg)
+    folder = model_folder(cfg, ident)
+    try:
+        return AutoTokenizer.from_pretrained(folder, **({"revision": ident.revision} if ident.revision else {}))
+    except (OSError, ValueError) as e:
+        raise GooseError(f"could not load the tokenizer of model '{cfg.name}' from {folder}: {e}") from None
 
 
 def load_model(cfg, device: str = "auto", dtype: str = "auto", identity: ModelIdentity | None = None):
     """Return (model, tokenizer, device, dtype) for a model config."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    dev = resolve_device(device if device != "auto" else cfg.get("device", "auto"))
-    dt = resolve_dtype(dtype if dtype != "auto" else cfg.get("dtype", "auto"), dev)
+    dev = resolve_device(device if device != "auto" else cfg.device)
+    dt = resolve_dtype(dtype if dtype != "auto" else cfg.dtype, dev)
     ident = identity or identify_model(cfg)
     folder = model_folder(cfg, ident)
     kwargs = {"dtype": dt, "attn_implementation": "sdpa"}
     if ident.revision:
         kwargs["revision"] = ident.revision
-    if cfg.get("device_map"):
+    if cfg.device_map:
         kwargs["device_map"] = cfg.device_map  # e.g. "auto": layers spread over GPUs
     try:
         tok = AutoTokenizer.from_pretrained(folder, **({"revision": ident.revision} if ident.revision else {}))
         model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
     except (OSError, ValueError) as e:
         raise GooseError(f"could not load model '{cfg.name}' from {folder}: {e}") from None
-    if not cfg.get("device_map"):
+    if not cfg.device_map:
         model.to(dev)
     model.eval()
     return model, tok, dev, dt

@@ -1,8 +1,14 @@
-"""Where the Hydra configs live: the repository's conf/ (a checkout or an editable install), else the
-copy a wheel ships inside the package (goose/conf, see pyproject.toml)."""
+"""Where things live: the Hydra configs (the repository's conf/ in a checkout or an editable install, else
+the copy a wheel ships inside the package, goose/conf; see pyproject.toml) and goose's cache."""
 
+import os
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 _CANDIDATES = (_HERE.parents[1] / "conf", _HERE / "conf")
 CONF = next((p for p in _CANDIDATES if (p / "config.yaml").is_file()), _CANDIDATES[0])
+
+
+def cache_root() -> Path:
+    """Converted models, cost profiles, file hashes, REST datastores: $GOOSE_CACHE or ~/.cache/goose."""
+    return Path(os.environ.get("GOOSE_CACHE", Path.home() / ".cache" / "goose"))

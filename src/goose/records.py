@@ -1,30 +1,17 @@
-"""What a run writes: one row per prompt (measurements + identity + settings), traces, summaries."""
+"""What a run writes besides its rows (goose.rows): the environment they carry, traces, summaries."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 import platform
-import time
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
-from goose.metrics import first_divergence, speedup_stale
-from goose.run_folder import RunIdentity
-from goose.sampling import Sampling
-from goose.timing import Measured, device_name
-
-
-def flat(prefix: str, node) -> dict:
-    out = {}
-    for k, v in node.items():
-        if k.startswith("_"):
-            continue
-        key = f"{prefix}.{k}" if prefix else k
-        out.update(flat(key, v) if isinstance(v, dict) else {key: v})
-    return out
+from goose.timing import device_name
 
 
 def environment(device: torch.device, dtype: torch.dtype) -> dict:
@@ -40,77 +27,42 @@ def environment(device: torch.device, dtype: torch.dtype) -> dict:
     }
 
 
-TOP_LEVEL = ("trial", "temperature", "top_k", "top_p", "seed", "chat_template", "repeats", "warmup",
-             "speedup_reference", "profile")
+def latest_rows(rows: list[dict], chash: str, asked: list[str] | None = None) -> list[dict]:
+    """The rows a summary counts: this configuration's, the latest row per prompt id (a prompt decoded again,
+    e.g. after its outputs record was damaged, counts once), and only the prompt ids asked for (in that
+    order) when `asked` is given."""
+    latest = {r["prompt_id"]: r for r in rows if r.get("config_hash") == chash}
+    return list(latest.values()) if asked is None else [latest[i] for i in asked if i in latest]
 
 
-def row_for(cfg, rid: str, category: str, ids, m: Measured, env: dict, run: RunIdentity) -> dict:
-    gen, ar = m.gen, m.ar_timing
-    div = first_divergence(gen.tokens, m.ar_tokens)
-    row = {
-        "model": run.model.label,
-        "benchmark": cfg.benchmark.name,
-        "method": cfg.method.name,
-        "budget": cfg.budget,
-        "memory": cfg.memory,
-        "prompt_id": rid,
-        "category": category,
-        "prompt_tokens": len(ids),
-        "new_tokens": len(gen.tokens),
-        "steps": gen.steps,
-        "tau": round(gen.tau, 6),
-        "wall_s": round(gen.wall_s, 6),
-        "tokens_per_s": round(gen.tokens_per_s, 4),
-        "lossless": div is None,
-        "first_divergence": -1 if div is None else div,
-        "speedup": round(ar["wall_s"] / gen.wall_s, 4) if ar and gen.wall_s > 0 else "",
-        "speedup_source": m.source,
-        "ar_wall_s": round(ar["wall_s"], 6) if ar else "",
-        "ar_tokens_per_s": round(ar["tokens_per_s"], 4) if ar else "",
-        # Nodes per verification (incl. the root), what a method really used whatever its budget says.
-        "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
-        "max_width": max(gen.widths, default=1),
-        "max_new_tokens": cfg.max_new_tokens,
-        "config_hash": run.config_hash,
-        "model_config": cfg.model.name,
-        "model_fingerprint": run.model.fingerprint,
-        "model_source": run.model.description,
-        "prompts_fingerprint": run.prompts_fingerprint,
-        "reference_key": m.key,
-        "timed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **{k: run.conditions[k] for k in ("host", "threads", "backend", "sweep_id")},
-        **{f"ar_{k}": (ar or {}).get(k, "") for k in ("at", "host", "threads", "torch", "backend", "device_name",
-                                                      "sweep_id")},
-    }
-    row.update(gen.stats)
-    row.update(env)
-    stale = speedup_stale(row)
-    row["speedup_stale"] = "" if stale is None else stale
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    for section in ("model", "method", "benchmark"):
-        row.update(flat(section, plain[section]))
-    row.update({k: plain[k] for k in TOP_LEVEL})
-    return row
+def write_summary(run_dir: Path, summary: dict) -> None:
+    """summary.json and summary.csv, each replaced whole."""
+    from goose.durable import write_error
 
-
-def write_summary_csv(path: Path, summary: dict) -> None:
-
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(summary))
-        w.writeheader()
-        w.writerow(summary)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(summary))
+    w.writeheader()
+    w.writerow(summary)
+    for name, content in (("summary.json", json.dumps(summary, indent=2)), ("summary.csv", buf.getvalue())):
+        path = run_dir / name
+        tmp = path.with_name(f"{name}.tmp{os.getpid()}")
+        try:
+            tmp.write_text(content)
+            tmp.replace(path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise write_error(path, e) from None
 
 
 def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        for i, step in enumerate(steps):
-            f.write(json.dumps({"prompt_id": prompt_id, "step": i, **step}) + "\n")
+    from goose.durable import append_text
+
+    append_text(path, "".join(json.dumps({"prompt_id": prompt_id, "step": i, **step}) + "\n"
+                              for i, step in enumerate(steps)))
 
 
-def run_name(cfg: DictConfig, label: str) -> str:
-    sampled = Sampling.from_config(cfg).label()
-    return (f"{label}-{cfg.benchmark.name}-{cfg.method.name}-B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}"
-            + (f"-{sampled}" if sampled else ""))
+def run_name(spec, label: str) -> str:
+    return f"{label}-{spec.benchmark.name}-{spec.method.name}-{spec.folder_name('')[:-1]}"
 
 
 def print_summary(s: dict, path: Path) -> None:

@@ -6,29 +6,27 @@ import csv
 import io
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-
-def _repair_tail(path: Path) -> None:
-    """Drop a half-written last line left by a killed run, so appends stay aligned."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as f:
-        data = f.read()
-        if data.endswith(b"\n"):
-            return
-        f.truncate(data.rfind(b"\n") + 1)
+from goose.durable import append_text, read_lines, repair_tail, writable_dir, write_error
+from goose.errors import GooseError
+from goose.fingerprints import digest
 
 
-def append_text(path: Path, text: str, sync: bool = False) -> None:
-    """One write with O_APPEND: concurrent appenders never interleave inside a line."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, text.encode("utf-8"))
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+def row_check(row: dict) -> str:
+    """A digest of a row's non-blank values as text: a row merged with another, cut short or edited
+    reads back with another digest. Blank values are left out, so a column added later (blank in older
+    rows) keeps their digests."""
+    cells = sorted((str(k), _text(v)) for k, v in row.items() if k != ROW_CHECK and _text(v) != "")
+    return digest(cells, 12)
+
+
+def _text(v) -> str:
+    return "" if v is None else str(v)
+
+
+ROW_CHECK = "row_check"
 
 
 def sharded(root: Path, key: str, suffix: str) -> Path:
@@ -36,28 +34,63 @@ def sharded(root: Path, key: str, suffix: str) -> Path:
     return Path(root) / key[:2] / f"{key}{suffix}"
 
 
+@dataclass
+class Damaged:
+    """A line of a results or outputs file that cannot be read back as a whole row."""
+
+    path: Path
+    line: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} ({self.why})"
+
+
 class OutputsFile:
     """<run folder>/outputs.jsonl: what each row generated, as token ids, the text of each token and
-    where each came from (a draft source or "bonus"); the equality report and the demo read it.
-    Written just before its row, so every row has one; a line repeated by an interrupted run is
-    superseded by the later one."""
+    where each came from (a draft source or "bonus"), with the fingerprint of the question it answers;
+    the equality report and the demo read it. Written just before its row, so every row has one; a line
+    repeated by an interrupted run is superseded by the later one. Reading never writes."""
+
+    FIELDS = ("prompt_id", "config_hash", "prompt_fingerprint", "tokens", "pieces", "origins")
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        _repair_tail(self.path)
+        self.damaged: list[Damaged] = []
+        self._repaired = False
 
-    def append(self, prompt_id: str, config_hash: str, tokens: list[int], pieces: list[str],
-               origins: list[str]) -> None:
-        record = {"prompt_id": prompt_id, "config_hash": config_hash, "tokens": tokens, "pieces": pieces,
-                  "origins": origins}
+    def append(self, prompt_id: str, config_hash: str, prompt_fingerprint: str, tokens: list[int],
+               pieces: list[str], origins: list[str]) -> None:
+        if not self._repaired:
+            writable_dir(self.path.parent)
+            repair_tail(self.path)
+            self._repaired = True
+        record = {"prompt_id": prompt_id, "config_hash": config_hash, "prompt_fingerprint": prompt_fingerprint,
+                  "tokens": tokens, "pieces": pieces, "origins": origins}
+        record["check"] = digest(record, 12)
         append_text(self.path, json.dumps(record, ensure_ascii=False) + "\n", sync=True)
 
     def read(self) -> dict[str, dict]:
-        """prompt id -> its latest record."""
-        if not self.path.exists():
-            return {}
-        with open(self.path, encoding="utf-8") as f:
-            return {r["prompt_id"]: r for r in map(json.loads, filter(str.strip, f))}
+        """prompt id -> its latest intact record; damaged lines are listed in `self.damaged`."""
+        out: dict[str, dict] = {}
+        self.damaged = []
+        for n, line in enumerate(read_lines(self.path), 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                self.damaged.append(Damaged(self.path, n, "not valid JSON"))
+                continue
+            if not isinstance(r, dict) or not isinstance(r.get("prompt_id"), str) or \
+                    not isinstance(r.get("tokens"), list):
+                self.damaged.append(Damaged(self.path, n, "not an outputs record"))
+                continue
+            if "check" in r and digest({k: v for k, v in r.items() if k != "check"}, 12) != r["check"]:
+                self.damaged.append(Damaged(self.path, n, "its check digest does not match: edited or garbled"))
+                continue
+            out[r["prompt_id"]] = r
+        return out
 
 
 def token_pieces(tokenizer, tokens: list[int]) -> list[str]:
@@ -80,47 +113,101 @@ def token_pieces(tokenizer, tokens: list[int]) -> list[str]:
 
 
 class ResultsFile:
-    """One CSV, one row per prompt. Each row is written with a single append + fsync."""
+    """One CSV, one row per prompt, each written with a single append + fsync and carrying a digest of
+    its values (`row_check`). Reading never writes: a line that is not a whole row (a short write, two
+    rows run together, an edit) is listed in `damaged`, never returned as a row. The run's writer, which
+    holds the run lock, moves damaged lines aside (`repair`) so their prompts are decoded again."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _repair_tail(self.path)
+        self.damaged: list[Damaged] = []
+
+    def read(self) -> tuple[list[str] | None, list[dict]]:
+        """(header, intact rows); damaged lines go to `self.damaged`."""
+        self.damaged = []
+        self._raw: dict[int, str] = {}  # damaged record's first line -> its text, for repair()
+        lines = read_lines(self.path)
+        if not lines:
+            return None, []
+        reader = csv.reader(lines)
+        try:
+            header = next(reader)
+        except (csv.Error, StopIteration):
+            self.damaged.append(Damaged(self.path, 1, "the header line is unreadable"))
+            return None, []
+        checked = ROW_CHECK in header
+        rows = []
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+                why = None
+            except StopIteration:
+                break
+            except csv.Error as e:
+                fields, why = None, f"not CSV: {e}"
+            if fields == []:
+                continue
+            if why is None and len(fields) != len(header):
+                why = f"{len(fields)} fields where the header has {len(header)}"
+            row = dict(zip(header, fields)) if why is None else None
+            if why is None and checked and row[ROW_CHECK] != row_check(row):
+                why = "its row_check does not match its values: cut short, run into another row or edited"
+            if why is not None:
+                self.damaged.append(Damaged(self.path, start, why))
+                self._raw[start] = "".join(lines[start - 1 : max(reader.line_num, start)])
+                continue
+            rows.append(row)
+        return header, rows
 
     def rows(self) -> list[dict]:
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return []
-        with open(self.path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-
-    def done(self, config_hash: str) -> set[str]:
-        return {r["prompt_id"] for r in self.rows() if r.get("config_hash") == config_hash}
+        return self.read()[1]
 
     def header(self) -> list[str] | None:
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return None
-        with open(self.path, newline="", encoding="utf-8") as f:
-            return next(csv.reader(f), None)
+        return self.read()[0]
+
+    def repair(self) -> list[Damaged]:
+        """Writer only: drop an unfinished last line, and move damaged lines to <file>.damaged (kept for
+        inspection), so the file holds whole rows only and the prompts of the damaged ones are decoded
+        again. Returns what was moved."""
+        repair_tail(self.path)
+        header, rows = self.read()
+        damaged = list(self.damaged)
+        if damaged and header is not None:
+            aside = "".join(f"# {d}\n{self._raw.get(d.line, '')}" for d in damaged)
+            append_text(self.path.with_name(self.path.name + ".damaged"), aside, sync=True)
+            self._rewrite(header, rows)
+        return damaged
+
+    def _rewrite(self, header: list[str], rows: list[dict]) -> None:
+        """Replace the file whole (a reader sees the old or the new one)."""
+        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
+        try:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, fieldnames=header, restval="")
+                w.writeheader()
+                w.writerows(rows)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise write_error(self.path, e, "rewrite") from None
 
     def _widen(self, header: list[str], extra: list[str]) -> list[str]:
-        """Columns a newer version writes (e.g. the sampling settings) are added to the file, blank in
-        the rows written before them; the file is replaced whole, so a reader sees the old or the new.
-        Only the run's one writer (it holds the run lock) ever appends."""
+        """Columns a newer version writes are added to the file, blank in the rows written before them
+        (their row_check stays valid: blanks are not in it). Only the run's one writer appends."""
         rows = self.rows()
         header = header + extra
-        tmp = self.path.with_suffix(".csv.tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=header, restval="")
-            w.writeheader()
-            w.writerows(rows)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        self._rewrite(header, rows)
         print(f"[goose] {self.path}: added column(s) {', '.join(extra)} (blank in the {len(rows)} earlier row(s))",
               flush=True)
         return header
 
     def append(self, row: dict) -> None:
+        writable_dir(self.path.parent)
+        row = {k: v for k, v in row.items() if k != ROW_CHECK}
+        row[ROW_CHECK] = row_check(row)
         header = self.header()
         buf = io.StringIO()
         if header is None:
@@ -129,7 +216,7 @@ class ResultsFile:
         extra = [k for k in row if k not in header]
         if extra:
             header = self._widen(header, extra)
-        csv.DictWriter(buf, fieldnames=header).writerow(row)
+        csv.DictWriter(buf, fieldnames=header, restval="").writerow(row)
         append_text(self.path, buf.getvalue(), sync=True)
 
 
@@ -150,16 +237,21 @@ class ReferenceStore:
         if not p.exists():
             return None
         try:
-            return json.loads(p.read_text())
-        except json.JSONDecodeError:
-            return None  # a torn write: recompute
+            entry = json.loads(p.read_text(encoding="utf-8", errors="replace"))
+        except (json.JSONDecodeError, OSError):
+            return None  # a torn or unreadable entry: recompute
+        return entry if isinstance(entry, dict) and isinstance(entry.get("tokens"), list) else None
 
     def put(self, key: str, entry: dict) -> None:
         p = self._path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        writable_dir(p.parent)
         tmp = p.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(entry))
-        tmp.replace(p)
+        try:
+            tmp.write_text(json.dumps(entry))
+            tmp.replace(p)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise write_error(p, e) from None
 
 
 class TimingStore:
@@ -172,20 +264,19 @@ class TimingStore:
         return sharded(self.root, key, ".jsonl")
 
     def all(self, key: str) -> list[dict]:
-        p = self._path(key)
-        if not p.exists():
-            return []
         out = []
-        for line in p.read_text(encoding="utf-8").splitlines():
+        for line in read_lines(self._path(key)):
             try:
-                out.append(json.loads(line))
+                t = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn line from a killed writer
+            if isinstance(t, dict):
+                out.append(t)
         return out
 
     def add(self, key: str, timing: dict) -> None:
         p = self._path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        writable_dir(p.parent)
         append_text(p, json.dumps(timing) + "\n")
 
 
@@ -203,16 +294,25 @@ class RunLock:
         import fcntl
         import socket
 
-        from goose.errors import GooseError
-
-        self.folder.mkdir(parents=True, exist_ok=True)
+        writable_dir(self.folder)
         path = self.folder / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise write_error(path, e, "create the run lock") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            import time
+
+            holder = ""
+            for _ in range(20):  # the holder writes its PID just after taking the lock
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                if holder:
+                    break
+                time.sleep(0.05)
             os.close(fd)
+            holder = holder or "unknown"
             raise GooseError(
                 f"another process (PID {holder}) is writing {self.folder}; wait for it to finish "
                 "(rerunning then skips what it wrote), or use another results_dir."

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-from omegaconf import DictConfig, OmegaConf
-
 from goose.errors import GooseError
+from goose.fingerprints import digest, path_fingerprint
 from goose.models import ModelIdentity
 from goose.results import ResultsFile
-from goose.sampling import Sampling
+from goose.rows import ROW_SCHEMA
 
 
 @dataclass
@@ -20,9 +19,8 @@ class RunIdentity:
 
     model: ModelIdentity
     prompts_fingerprint: str
+    data_fingerprint: str  # the content of the files the method reads ("" if none)
     config_hash: str
-    device: torch.device
-    dtype: torch.dtype
     conditions: dict = field(default_factory=dict)
 
 
@@ -33,36 +31,64 @@ class Interrupted(Exception):
         super().__init__(f"interrupted: {rows} row(s) kept in {path}; rerun the same command to resume")
 
 
-def default_run_dir(cfg: DictConfig, label: str, chash: str) -> Path:
-    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-M<memory>-N<max_new_tokens>[-<sampling>]-<config
-    hash> (sampling e.g. T0.7-p0.95-s0; nothing when greedy; -trial2 from the second trial on): readable, and one
-    configuration per folder."""
+def data_fingerprint(config) -> str:
+    """The content of every file or folder a drafter's Config names with data_setting() (a rebuilt REST
+    datastore is another configuration); "" when it names none."""
+    from goose.drafter import data_paths
+
+    paths = data_paths(config)
+    return digest({name: path_fingerprint(p) for name, p in sorted(paths.items())}) if paths else ""
+
+
+def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str) -> str:
+    """Every setting that changes a row (goose.spec declares which), the sections (paths left out: contents
+    are fingerprinted instead), what the config points at, and the row schema."""
+    from goose.drafter import data_paths
+
+    method = {k: v for k, v in spec.method.record().items() if k not in data_paths(spec.method.config)}
+    kept = {**spec.settings("hashed"), "model": spec.model.hashed(), "benchmark": spec.benchmark.hashed(),
+            "method": {"name": spec.method.name, "drafter": method}, "model_fingerprint": model.fingerprint,
+            "prompts_fingerprint": prompts_fp, "data_fingerprint": data_fp, "row_schema": ROW_SCHEMA}
+    return digest(kept, 12)
+
+
+def default_run_dir(spec, label: str, chash: str) -> Path:
+    """<results_dir>/<model>/<benchmark>/<method>/B<budget>-M<memory>-N<max_new_tokens>[-<sampling>][-trialN]-<config
+    hash> (goose.spec declares each part): readable, and one configuration per folder."""
     safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in label)
-    sampled = Sampling.from_config(cfg).label()
-    trial = cfg.get("trial", 1)
-    sampled = "-".join(x for x in (sampled, f"trial{trial}" if trial != 1 else "") if x)
-    return (Path(cfg.results_dir) / safe / cfg.benchmark.name / cfg.method.name
-            / f"B{cfg.budget}-M{cfg.memory}-N{cfg.max_new_tokens}{'-' + sampled if sampled else ''}-{chash}")
+    return Path(spec.results_dir) / safe / spec.benchmark.name / spec.method.name / spec.folder_name(chash)
 
 
-def check_one_configuration(results: ResultsFile, run_dir: Path, chash: str) -> None:
+def check_one_configuration(rows: list[dict], run_dir: Path, chash: str) -> None:
     """A run folder holds one configuration: rows of another are never mixed in or reused."""
-    other = sorted({r.get("config_hash") for r in results.rows()} - {chash})
+    other = sorted({r.get("config_hash") for r in rows} - {chash})
     if other:
         raise GooseError(
             f"{run_dir} holds rows of another configuration (config hash {', '.join(map(str, other))}; this one is "
-            f"{chash}): a different model, prompts file or setting. Use a new results_dir (or run_dir), or delete "
-            "the folder."
+            f"{chash}): a different model, prompts file, datastore or setting. Use a new results_dir (or run_dir), or "
+            "delete the folder."
         )
 
 
-def write_config(run_dir: Path, cfg: DictConfig, ident: RunIdentity) -> None:
+def write_config(run_dir: Path, spec, ident: RunIdentity) -> None:
     """The resolved config and what it pointed at, beside the rows."""
-    plain = OmegaConf.to_container(cfg, resolve=True)
+    from omegaconf import OmegaConf
+
+    from goose.durable import write_error
+
+    plain = {**spec.plain, "method": spec.plain_section("method")}
     plain["identity"] = {"config_hash": ident.config_hash, "model": ident.model.description,
                          "model_fingerprint": ident.model.fingerprint, "prompts_fingerprint": ident.prompts_fingerprint,
-                         "device": str(ident.device), "dtype": str(ident.dtype).replace("torch.", "")}
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(plain)))
+                         "data_fingerprint": ident.data_fingerprint, "device": str(spec.torch_device),
+                         "dtype": str(spec.torch_dtype).replace("torch.", ""), "backend": spec.backend,
+                         "row_schema": ROW_SCHEMA}
+    path = run_dir / "config.yaml"
+    try:
+        tmp = path.with_name(f"config.yaml.tmp{os.getpid()}")
+        tmp.write_text(OmegaConf.to_yaml(OmegaConf.create(plain)))
+        tmp.replace(path)
+    except OSError as e:
+        raise write_error(path, e) from None
 
 
 def remove_empty(run_dir: Path, stop: Path) -> None:
@@ -76,3 +102,5 @@ def remove_empty(run_dir: Path, stop: Path) -> None:
         d = d.parent
 
 
+def results_of(run_dir: Path) -> ResultsFile:
+    return ResultsFile(run_dir / "results.csv")

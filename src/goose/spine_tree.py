@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from goose.context_match import ContextMatcher, Match, confidence
-from goose.drafter import Capabilities, check_memory
+from goose.drafter import Capabilities, budget_setting, check_memory, memory_setting
 from goose.engine import Draft, ancestor_matrix
 from goose.errors import GooseError
 from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
@@ -27,7 +27,7 @@ BRANCH = Source("branch", scored=True)  # adjacency guess; score: the target's p
 class GooseConfig:
     """GOOSE's hyperparameters (paper Table 5 defaults) and its ablation switches."""
 
-    budget: int = 60  # B, nodes incl. root (set from the top-level budget)
+    budget: int = budget_setting(60)  # B, nodes incl. root (set from the top-level budget)
     extension: int = 40  # +floor(c * 40) nodes at confidence c (max_extended_chain - B in the paper)
     max_depth: int = 6  # D, for branch growth
     k: int = 10  # adjacency top-K
@@ -47,7 +47,7 @@ class GooseConfig:
     use_confidence: bool = True
     context_spine: bool = True
     spine_continuation: bool = True
-    memory: str = "prompt"  # adjacency table reset per prompt (the paper's setting); run: kept across prompts
+    memory: str = memory_setting("prompt")  # adjacency table reset per prompt (the paper's); run: kept across prompts
 
     def __post_init__(self):
         object.__setattr__(self, "ngram_sizes", tuple(self.ngram_sizes))

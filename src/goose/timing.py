@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
-from omegaconf import DictConfig
 
 from goose.decode import Generation, generate
 from goose.drafter import Drafter, autoregressive
@@ -51,12 +50,12 @@ def combine(gens: list[Generation]) -> Generation:
     walls = [g.wall_s for g in gens]
     gen = gens[-1]
     gen.wall_s = sum(walls) / len(walls)
-    gen.stats["wall_s_std"] = round(statistics.pstdev(walls), 6) if len(walls) > 1 else 0.0
+    gen.wall_s_std = round(statistics.pstdev(walls), 6) if len(walls) > 1 else 0.0
     return gen
 
 
 def stamp(gen: Generation, repeats: int, cond: dict) -> dict:
-    return {"wall_s": gen.wall_s, "wall_s_std": gen.stats.get("wall_s_std", 0.0), "tokens": len(gen.tokens),
+    return {"wall_s": gen.wall_s, "wall_s_std": gen.wall_s_std, "tokens": len(gen.tokens),
             "tokens_per_s": gen.tokens_per_s, "repeats": repeats, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "pid": os.getpid(), **cond}
 
@@ -71,13 +70,12 @@ class Measured:
 
 
 class Timer:
-    """Times one method against AR per prompt, under one `speedup_reference` mode."""
+    """Times one method against AR per prompt, under the spec's `speedup_reference` mode."""
 
-    def __init__(self, engine, max_new_tokens: int, stops: frozenset[int], repeats: int, mode: str, cond: dict,
-                 refs: ReferenceStore, timings: TimingStore, trace: bool = False, sampling: Sampling | None = None):
-        self.engine, self.n, self.stops, self.repeats = engine, max_new_tokens, stops, repeats
-        self.mode, self.cond, self.refs, self.timings, self.trace = mode, cond, refs, timings, trace
-        self.sampling = sampling  # AR, the reference, samples with the method's settings and seed
+    def __init__(self, engine, spec, stops: frozenset[int], cond: dict, refs: ReferenceStore, timings: TimingStore):
+        self.engine, self.stops, self.repeats, self.mode = engine, stops, spec.repeats, spec.speedup_reference
+        self.cond, self.refs, self.timings, self.trace = cond, refs, timings, spec.trace
+        self.sampling = spec.sampling  # AR, the reference, samples with the method's settings and seed
         self.ar = Drafter()
 
     def _gen(self, ids: list[int], drafter: Drafter, n: int) -> Generation:
@@ -117,10 +115,9 @@ class Timer:
                  if t.get("repeats") == self.repeats and all(str(t.get(k)) == str(self.cond[k]) for k in keys)]
         return found[-1] if found else None
 
-    def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int, room: int | None = None) -> Measured:
-        """`turn` alternates who goes first under `interleaved`; `room`: new tokens for this prompt where the
-        model's context allows fewer than max_new_tokens (the same for AR, and in `key`)."""
-        n = room or self.n
+    def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int, n: int) -> Measured:
+        """`turn` alternates who goes first under `interleaved`; `n`: new tokens for this prompt (max_new_tokens,
+        or fewer where the model's context ends first: the same for AR, and in `key`)."""
         if autoregressive(drafter):
             gen = self._repeated(ids, drafter, n)
             return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
@@ -187,18 +184,9 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
     return out[0, len(ids) :].tolist()
 
 
-def reference_key(ident: RunIdentity, ids: list[int], cfg: DictConfig, stops: frozenset[int], env: dict,
-                  room: int | None = None) -> str:
-    """Everything that decides AR's tokens for this input (and the conditions its timing is compared under).
-    Sampling settings enter only when sampling (greedy keys stay what they were); the trial only after the
-    first, so that each full pass over the prompts times AR afresh under `cached`."""
-    trial = cfg.get("trial", 1)
-    return digest({**Sampling.from_config(cfg).settings(), **({"trial": trial} if trial != 1 else {}),
-                   "model": ident.model.fingerprint, "prompt": list(ids), "dtype": env["dtype"],
-                   "device": ident.device.type, "device_name": env["device_name"],
-                   "threads": ident.conditions["threads"], "backend": ident.conditions["backend"],
-                   "max_new_tokens": room or cfg.max_new_tokens, "stops": sorted(stops),
-                   "chat_template": cfg.chat_template,
-                   "torch": env["torch"], "transformers": env["transformers"]}, 24)
-
-
+def reference_key(spec, ident: RunIdentity, ids: list[int], stops: frozenset[int], env: dict, n: int) -> str:
+    """Everything that decides AR's tokens for this input (goose.spec marks the settings: reference=True) and
+    the conditions its timing is compared under; `n` is this prompt's new-token limit."""
+    return digest({**spec.settings("reference"), "max_new_tokens": n, "model": ident.model.fingerprint,
+                   "prompt": list(ids), "device_name": env["device_name"], "threads": ident.conditions["threads"],
+                   "stops": sorted(stops), "torch": env["torch"], "transformers": env["transformers"]}, 24)

@@ -198,6 +198,8 @@ class TreeDrafter(Drafter):
             self.trace = []
 
     def accepted(self, result: Verification, context: list[int]) -> None:
+        if result.width < len(self.proposed):  # the context ended: only a prefix of the tree was verified
+            self.proposed = self.proposed.subset(list(range(result.width)))
         nodes = self.proposed
         if self.harvester is not None:
             self.harvester.harvest(nodes, result)
