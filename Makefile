@@ -1,8 +1,8 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-fast lint bench gpu-check reproduce-all reproduce-sampling reproduce-spec-bench clean \
-	datastore-local datastore-paper
+.PHONY: install demo test test-unit test-integration test-slow test-fast lint data bench gpu-check reproduce-all \
+	reproduce-sampling reproduce-spec-bench reproduce-concurrency clean datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
 # with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
@@ -30,16 +30,32 @@ install:
 demo: install
 	$(PYTHON) run.py
 
-# Fast suite (tiny random model) then the real-model suite (SmolLM2).
+# Three tiers (docs/testing.md): unit (< 2 min), integration (the tiny model end to end), slow (SmolLM2).
+# CI runs all three.
+TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q
 test: install lint
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q -m "not slow"
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q -m slow
+	$(TIER) -m "not slow and not integration"
+	$(TIER) -m integration
+	$(TIER) -m slow
+
+test-unit:
+	$(TIER) -m "not slow and not integration"
+
+test-integration:
+	$(TIER) -m integration
+
+test-slow:
+	$(TIER) -m slow
 
 test-fast:
-	$(PYTEST) -q -m "not slow"
+	$(TIER) -m "not slow"
 
 lint:
 	$(PYTHON) -m ruff check .
+
+# Every benchmark file from its published source into ~/.cache/goose/data (needs network once).
+data:
+	$(PYTHON) -m goose.fetch_data
 
 # REST's datastores: the offline one is built here when missing; the paper's needs network once.
 datastore-local:
@@ -98,8 +114,19 @@ reproduce-spec-bench:
 	$(PYTHON) run.py -m +experiment=spec_bench-$(PROFILE) results_dir=$(RESULTS) method=goose budget=auto
 	$(PYTHON) analysis/reproduce.py spec_bench spec_bench_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
+# Speedup against concurrency: AR, PLD, TR, SuffixDecoding, GOOSE at B=60, then PLD and GOOSE with budget=auto, each
+# at concurrency 1, 4, 16 (paper: up to 64) against batched AR at the same concurrency; table and figure.
+reproduce-concurrency:
+	@echo "== concurrency with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
+	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
+	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS)
+	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS) method=pld,goose budget=auto
+	$(PYTHON) analysis/reproduce.py concurrency concurrency_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) \
+	  --wandb $(WANDB_ANALYSIS)
+
 reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods \
-	reproduce-suffix reproduce-sampling reproduce-synergy reproduce-spec-bench
+	reproduce-suffix reproduce-sampling reproduce-synergy reproduce-spec-bench reproduce-concurrency
 
 # All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
 bench: datastore-local

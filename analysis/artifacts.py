@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.concurrency import concurrency_table, plot_concurrency
 from analysis.figures import plot_budget_sweep, plot_figure1, plot_figure4, plot_spine_continuation
 from analysis.load import load_rows, one_configuration_per_cell, paper_settings
 from analysis.pooling import by
@@ -35,6 +36,7 @@ class Artifact:
     settings: "paper" = each method in its paper memory mode; "every" = every memory mode (a column).
     budgets: "one" = the runs at --budget and those of methods no budget changes; "every" = all budgets.
     variants: several configurations of one method in a cell are kept apart (a column) instead of refused.
+    concurrency: "one" = rows decoded one request at a time (concurrency 1), "every" = every concurrency.
     """
 
     title: str
@@ -45,6 +47,7 @@ class Artifact:
     settings: str = "paper"
     budgets: str = "one"
     variants: bool = False
+    concurrency: str = "one"  # "one": requests decoded one at a time (the paper's batch 1); "every"
 
 
 TABLE_ARTIFACTS = {
@@ -71,6 +74,10 @@ TABLE_ARTIFACTS = {
                                   "its paper memory mode", synergy_published),
     "source_gap": Artifact("Source gap: acceptance per drafted token of context-matched vs adjacency drafts, three "
                            "ways", source_gap),
+    "concurrency": Artifact("Speedup against concurrency: each configuration against batched AR at the same "
+                            "concurrency; TPOT = time per output token of a request; exact / numerics / diverged: "
+                            "requests against unbatched AR (goose.equality)", concurrency_table, budgets="every",
+                            settings="every", variants=True, concurrency="every"),
     "spec_bench": Artifact("Spec-Bench per category and overall: mean ± std over full passes (trial=1,2,3). Speedup "
                            "= AR wall time / method wall time, AR timed in the same pass and sweep; mean accepted "
                            "tokens = tokens of the decoding forwards / decoding forwards (prefill excluded, AR = "
@@ -84,6 +91,8 @@ FIGURE_ARTIFACTS = {
     "spine_continuation": Artifact("Spine continuation", plot_spine_continuation, figure=True),
     "sampling_figure": Artifact("tau vs temperature", plot_sampling, figure=True, sampled=True, settings="every"),
     "synergy_figure": Artifact("Synergy", plot_synergy, figure=True, settings="every"),
+    "concurrency_figure": Artifact("Speedup against concurrency", plot_concurrency, figure=True, budgets="every",
+                                   settings="every", variants=True, concurrency="every"),
     "spec_bench_figure": Artifact("Spec-Bench per category", plot_spec_bench, figure=True, trials=True,
                                   settings="every", budgets="every", variants=True),
 }
@@ -96,6 +105,8 @@ def rows_for(name: str, df: pd.DataFrame, budget: int = 60) -> pd.DataFrame:
     a = REGISTRY[name]
     if not a.trials:
         df = df[df.trial == 1]
+    if a.concurrency == "one":
+        df = df[df.concurrency == 1]
     at = [str(budget), FIXED]
     if a.sampled:
         df = df[df.budget.isin(at)]

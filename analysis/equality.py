@@ -48,14 +48,21 @@ def outputs_of(folder: Path) -> tuple[Path, dict[str, dict]]:
     return found[0].parent, records
 
 
-def _describe(run: Path) -> str:
+def _config(run: Path) -> dict:
     cfg = run / "config.yaml"
     if not cfg.is_file():
-        return str(run)
+        return {}
     from omegaconf import OmegaConf
 
-    c = OmegaConf.to_container(OmegaConf.load(cfg))
-    return f"{run} ({c.get('method', {}).get('name')}, B={c.get('budget')}, {c.get('benchmark', {}).get('name')})"
+    return OmegaConf.to_container(OmegaConf.load(cfg))
+
+
+def _describe(run: Path) -> str:
+    c = _config(run)
+    if not c:
+        return str(run)
+    return (f"{run} ({c.get('method', {}).get('name')}, B={c.get('budget')}, {c.get('benchmark', {}).get('name')}, "
+            f"{c.get('identity', {}).get('dtype', '?')})")
 
 
 def _show(pieces: list[str], start: int) -> str:
@@ -75,22 +82,34 @@ def compare(a: Path, b: Path) -> tuple[str, int]:
                             f"these runs are of different prompts.\n  A: {run_a}\n  B: {run_b}")
     only_a = [q for q in out_a if q not in out_b]
     only_b = [q for q in out_b if q not in out_a]
-    differ = []
+    from goose.equality import classify
+
+    dtypes = {str(_config(r).get("identity", {}).get("dtype", "float32")) for r in (run_a, run_b)}
+    dtype = "float32" if dtypes == {"float32"} else max(dtypes - {"float32"}, default="float32")  # the coarser
+    differ, kinds = [], {}
     for q in common:
-        ta, tb = out_a[q]["tokens"], out_b[q]["tokens"]
+        a, b = out_a[q], out_b[q]
+        ta, tb = a["tokens"], b["tokens"]
         i = first_divergence(ta, tb)
         if i is not None:
-            pa, pb = out_a[q]["pieces"], out_b[q]["pieces"]
+            v = classify(tb, b.get("margins") or [], b.get("runners_up") or [], ta, a.get("margins"),
+                         a.get("runners_up"), dtype)
+            kinds[v.kind] = kinds.get(v.kind, 0) + 1
+            pa, pb = a["pieces"], b["pieces"]
             before = "".join(pa[:i])[-CONTEXT:]
-            differ.append((q, len(ta), len(tb), i, json.dumps(before, ensure_ascii=False), _show(pa, i), _show(pb, i)))
+            margins = " / ".join("-" if m is None else f"{m:.3g}" for m in (v.ar_margin, v.margin))
+            differ.append((q, len(ta), len(tb), i, v.kind, margins, json.dumps(before, ensure_ascii=False),
+                           _show(pa, i), _show(pb, i)))
+    why = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    why = f" ({why}; numerics: a near-tie swapped within {dtype}'s tolerance)" if kinds else ""
     lines = [f"# Equality, question by question\n\nA: {_describe(run_a)}\nB: {_describe(run_b)}\n",
              f"- compared {len(common)} question(s) present in both: {len(common) - len(differ)} identical, "
-             f"{len(differ)} differ",
+             f"{len(differ)} differ{why}",
              f"- in A only ({len(only_a)}): {', '.join(only_a) or '-'}",
              f"- in B only ({len(only_b)}): {', '.join(only_b) or '-'}"]
     if differ:
-        lines += ["", "| question | tokens A | tokens B | first divergence (token) | text before | A from there | "
-                  "B from there |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "| question | tokens A | tokens B | first divergence (token) | class | margin A / B | text "
+                  "before | A from there | B from there |", "|---|---|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |" for row in differ]
     same = not differ and not only_a and not only_b
     lines += ["", "EQUAL: every question identical, none missing" if same else "NOT EQUAL"]

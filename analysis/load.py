@@ -21,7 +21,7 @@ MODEL_IDENTITY = ["model_fingerprint", "dtype", "device", "engine.backend"]
 PROMPTS_IDENTITY = ["prompts_fingerprint", *splitting("benchmark")]
 RUN_SETTINGS = splitting("method")
 SAMPLING = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0}  # greedy rows read as the defaults
-CELL = ["model", "benchmark", "method", "budget", "memory", "trial", *SAMPLING]  # one configuration per cell
+CELL = ["model", "benchmark", "method", "budget", "memory", "trial", "concurrency", *SAMPLING]  # one configuration
 
 
 def _numeric(col: pd.Series) -> bool:
@@ -84,6 +84,7 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     df["top_k"] = df.top_k.astype(int)
     df["seed"] = df.seed.astype(int)
     df["trial"] = df.trial.fillna(1).astype(int)
+    df["concurrency"] = df.concurrency.fillna(1).astype(int) if "concurrency" in df else 1
     for c in ["memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
         if c not in df:
             df[c] = ""

@@ -24,7 +24,7 @@ def sources(g: pd.DataFrame) -> list[str]:
 
 def pooled(g: pd.DataFrame) -> dict:
     s = summarize(g.to_dict("records"))
-    out = {k: s[k] for k in ("prompts", "tau", "speedup", "tokens_per_s", "lossless")}
+    out = {k: s[k] for k in ("prompts", "tau", "speedup", "tokens_per_s", "lossless", "numerics", "diverged")}
     for src in sources(g):
         d = g[f"{src}_drafted"].sum()
         out[f"{src}_rate"] = g[f"{src}_accepted"].sum() / d if d else float("nan")
@@ -32,6 +32,12 @@ def pooled(g: pd.DataFrame) -> dict:
         out["continuation_tokens_per_step"] = g.continuation_tokens.sum() / (g.steps.sum() - len(g))
         out["continuation_share"] = g.continuation_tokens.sum() / g.new_tokens.sum()
     return out
+
+
+def lossless_cell(lossless: int, prompts: int, numerics: int = 0, diverged: int = 0) -> str:
+    """`12/12`, or where rows differ from AR, by cause: `10/12 (2 numerics)`, `10/12 (1 numerics, 1 diverged)`."""
+    why = ", ".join(f"{n} {k}" for n, k in ((numerics, "numerics"), (diverged, "diverged")) if n)
+    return f"{int(lossless)}/{int(prompts)}" + (f" ({why})" if why else "")
 
 
 def by(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

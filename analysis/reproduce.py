@@ -11,16 +11,15 @@ import os
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "src")]
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from analysis.artifacts import ARTIFACTS, load_rows, make  # noqa: E402
-from goose.tracking import Tracker  # noqa: E402
+from analysis.artifacts import ARTIFACTS, load_rows, make
+from goose.tracking import Tracker
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python analysis/reproduce.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("artifacts", nargs="+", choices=[*ARTIFACTS, "all", "equality"])
     ap.add_argument("--a", help="equality: the first run folder")
     ap.add_argument("--b", help="equality: the second run folder")
@@ -30,10 +29,15 @@ def main() -> None:
                     "disabled"), help="also log every table and figure written to one W&B run of the analysis "
                     "(offline needs no network: `wandb sync <out>/wandb/offline-run-*` uploads it later)")
     ap.add_argument("--wandb-project", default="goose")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if "equality" in args.artifacts and (args.artifacts != ["equality"] or not (args.a and args.b)):
+        ap.error("equality compares two run folders: equality --a DIR --b DIR (and nothing else)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     if "equality" in args.artifacts:
-        if args.artifacts != ["equality"] or not (args.a and args.b):
-            ap.error("equality compares two run folders: equality --a DIR --b DIR (and nothing else)")
         from analysis.equality import CANNOT_COMPARE, CannotCompare, compare
 
         try:

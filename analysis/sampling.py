@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from analysis.load import SAMPLING
-from analysis.pooling import CONFIG, by, method_rank
+from analysis.pooling import CONFIG, by, lossless_cell, method_rank
 from goose.results import ReferenceStore
 
 
@@ -42,7 +42,7 @@ def sampling(df: pd.DataFrame) -> pd.DataFrame:
     df, order = _with_settings(df)
     keys = [*CONFIG, "benchmark"]
     t = pd.concat([by(df, [*keys, "setting"]), by(df, [*CONFIG, "setting"]).assign(benchmark="all")])
-    t["ok"] = [f"{int(x)}/{int(n)}" for x, n in zip(t.lossless, t.prompts)]
+    t["ok"] = [lossless_cell(*v) for v in zip(t.lossless, t.prompts, t.numerics, t.diverged)]
     present = [c for c in order if c in set(t.setting)]
     tau = t.pivot_table(index=keys, columns="setting", values="tau")[present]
     ok = t.pivot(index=keys, columns="setting", values="ok")[present]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.paper import SPEC_BENCH_VICUNA7B
 from analysis.pooling import method_rank
-from goose.benchmarks import CATEGORY_ORDER
+from goose.benchmark_loaders import CATEGORY_ORDER
 from goose.metrics import summarize
 
 SHORT = {  # column names, as Spec-Bench's leaderboard abbreviates them

@@ -13,7 +13,7 @@ from analysis.paper import (
     TABLE1_MACRO_GAIN_PCT,
     TABLE1_TAU,
 )
-from analysis.pooling import CONFIG, by, method_rank
+from analysis.pooling import CONFIG, by, lossless_cell, method_rank
 
 
 def table1(df: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +68,7 @@ def all_methods(df: pd.DataFrame) -> pd.DataFrame:
     """tau and speedup of every configuration (method, its variant where a cell has several, budget, memory
     mode), per benchmark and pooled ("all"), with how many prompts were lossless."""
     t = pd.concat([by(df, [*CONFIG, "benchmark"]), by(df, CONFIG).assign(benchmark="all")])
-    t["lossless"] = [f"{int(x)}/{int(n)}" for x, n in zip(t.lossless, t.prompts)]
+    t["lossless"] = [lossless_cell(*v) for v in zip(t.lossless, t.prompts, t.numerics, t.diverged)]
     wide = t.pivot(index=CONFIG, columns="benchmark", values=["tau", "speedup"])
     benches = [b for b in wide.columns.get_level_values(1).unique() if b != "all"] + ["all"]
     wide = wide[[(v, b) for v in ("tau", "speedup") for b in benches if (v, b) in wide.columns]]

@@ -8,10 +8,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from goose.context_match import ContextMatcher, confidence
-from goose.drafter import Capabilities, budget_setting, check_memory, memory_setting
+from goose.drafter import budget_setting, check_memory, memory_setting
 from goose.errors import GooseError
-from goose.spine_tree import successors
-from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
+from goose.tree import Source, TreeDrafter, TreeNodes
 
 ADJACENCY = Source("adjacency", scored=True)
 
@@ -48,9 +47,7 @@ class BalancedTreeDrafter(TreeDrafter):
     def __init__(self, config: BalancedTreeConfig | None = None, **overrides):
         super().__init__(config, **overrides)
         p = self.config
-        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
-                                         memory=p.memory == "run")
-        self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.memory == "run")
+        self.use_adjacency(p.k, p.bigram, p.prefill_harvest, p.memory)
         self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
 
     def start(self, context, prefill) -> None:
@@ -71,7 +68,7 @@ class BalancedTreeDrafter(TreeDrafter):
                 continue
             prev = nodes.root_prev if v == 0 else nodes.tokens[nodes.parents[v]]
             added = 0
-            for t, s in successors(table, prev, nodes.tokens[v], p.min_score):
+            for t, s in table.successors(prev, nodes.tokens[v], p.min_score):
                 if added >= p.branching or len(nodes) >= budget:
                     break
                 if not nodes.has_child(v, t):

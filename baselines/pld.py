@@ -3,7 +3,6 @@
 from dataclasses import dataclass
 
 from goose.context_match import ContextMatcher
-from goose.drafter import Capabilities
 from goose.errors import GooseError
 from goose.tree import Source, TreeDrafter, TreeNodes
 
@@ -25,7 +24,6 @@ class PromptLookupDrafter(TreeDrafter):
     name = "pld"
     Config = PLDConfig
     sources = (NGRAM,)
-    capabilities = Capabilities(auto_budget=True, trace=True)
 
     def __init__(self, config: PLDConfig | None = None, **overrides):
         super().__init__(config, **overrides)

@@ -147,7 +147,7 @@ class RestDrafter(TreeDrafter):
     name = "rest"
     Config = RestConfig
     sources = (RETRIEVAL,)
-    capabilities = Capabilities(auto_budget=True, trace=True, tokenizer_bound=True)
+    capabilities = Capabilities(auto_budget=True, trace=True, tokenizer_bound=True)  # holds a datastore
 
     def __init__(self, config: RestConfig | None = None, **overrides):
         super().__init__(config, **overrides)
@@ -168,6 +168,10 @@ class RestDrafter(TreeDrafter):
                 "of its own (python -m baselines.rest build --model ... --out DIR) and run with "
                 "method.drafter.datastore=DIR."
             )
+
+    def share_with(self, other) -> None:
+        super().share_with(other)
+        other.store = self.store  # one read-only datastore for every request in flight
 
     def stats(self) -> dict:
         # What the rows were measured with: the datastore's size and, for stdlib, the Python it came from.
@@ -327,7 +331,7 @@ def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int
     return meta
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m baselines.rest", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -339,7 +343,11 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--max-files", type=int, default=None)
     b.add_argument("--max-tokens", type=int, default=None, help=f"default: {FIRST_USE_TOKENS:,} for stdlib (what "
                    "method=rest builds on first use), 20,000,000 otherwise")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     from transformers import AutoTokenizer
 
     from goose.models import model_config, model_folder

@@ -7,9 +7,9 @@ it); memory=prompt starts every prompt from an empty matrix.
 
 from dataclasses import dataclass
 
-from goose.drafter import Capabilities, check_memory, memory_setting
+from goose.drafter import check_memory, memory_setting
 from goose.errors import GooseError
-from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
+from goose.tree import Source, TreeDrafter, TreeNodes
 
 ADJACENCY = Source("adjacency", scored=True)  # a top-k successor from the matrix
 TR_WIDTHS = (8, 21, 25, 15, 8, 3)  # nodes per depth of the "2.2.2" template: 80 + root
@@ -50,9 +50,7 @@ class TokenRecyclingDrafter(TreeDrafter):
     def __init__(self, config: TRConfig | None = None, **overrides):
         super().__init__(config, **overrides)
         p = self.config
-        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
-                                         memory=p.memory == "run")
-        self.harvester = AdjacencyHarvester(p.k, bigram=False, keep=p.memory == "run")
+        self.use_adjacency(p.k, False, p.prefill_harvest, p.memory)
         self.template = tree_template(p.widths, p.k)
 
     def propose(self, context):

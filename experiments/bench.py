@@ -37,19 +37,18 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+from goose.backends import BACKENDS, apply_backend, check_backend, default_backend
+from goose.benchmarks import benchmark_names, load_prompts
+from goose.budget import cost_curve
+from goose.decode import generate
+from goose.engine import Engine
+from goose.errors import GooseError
+from goose.methods import arm, build_drafters, method_names, parse_spec
+from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids
+from goose.sampling import Sampling
+from goose.timing import hf_greedy
 
-from goose.backends import BACKENDS, apply_backend, check_backend, default_backend  # noqa: E402
-from goose.benchmarks import LOADERS, load_prompts  # noqa: E402
-from goose.budget import cost_curve  # noqa: E402
-from goose.decode import generate  # noqa: E402
-from goose.engine import Engine  # noqa: E402
-from goose.errors import GooseError  # noqa: E402
-from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa: E402
-from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402  # noqa: E402
-from goose.sampling import Sampling  # noqa: E402
-from goose.timing import hf_greedy  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # Methods from conf/method/ (and --search-path folders), as NAME[@BUDGET][:MEMORY]; each in its default
 # memory mode unless one is given. REST reads the offline datastore (`make bench` builds it).
@@ -65,7 +64,7 @@ def check_names(ap: argparse.ArgumentParser, args) -> None:
         methods = [parse_spec(m)[0] for m in args.methods or [] if m not in HF_METHODS]
     except GooseError as e:
         ap.error(f"--methods: {e}")
-    checks = [("--model", [args.model], model_config_names()), ("--benchmarks", args.benchmarks, sorted(LOADERS)),
+    checks = [("--model", [args.model], model_config_names()), ("--benchmarks", args.benchmarks, benchmark_names()),
               ("--methods", methods, method_names(args.search_path))]
     for flag, given, valid in checks:
         bad = [x for x in given if x not in valid]
@@ -76,8 +75,10 @@ def check_names(ap: argparse.ArgumentParser, args) -> None:
         ap.error("--repeats must be >= 0, --n-prompts and --max-new-tokens >= 1")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked before any model loads (the docs' commands are checked with it too)."""
+    ap = argparse.ArgumentParser(prog="python experiments/bench.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"])
     ap.add_argument("--n-prompts", type=int, default=10)
@@ -96,13 +97,34 @@ def main() -> None:
     ap.add_argument("--top-p", type=float, default=1.0, help="sampling: nucleus mass (1.0 = off)")
     ap.add_argument("--seed", type=int, default=0, help="sampling: the noise seed")
     ap.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
-                    help="how the forward runs (default: eager and prepacked where prepacked applies, else eager)")
-    args = ap.parse_args()
+                    help="how the forward runs (default: eager and prepacked where prepacked applies, else eager; "
+                         "with --concurrency: the first given, else auto)")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=None,
+                    help="requests in flight: each method at each of these concurrencies against batched AR at the "
+                         "same one (experiments/concurrency.py)")
+    ap.add_argument("--prompts", default=None, help="a JSONL file of your own prompts ({\"prompt\": ..., \"id\": ...} "
+                    "per line) instead of --benchmarks")
+    ap.add_argument("--json", default=None, help="also write every printed row to this file, machine-readable")
+    args = ap.parse_args(argv)
     check_names(ap, args)
+    if args.concurrency is not None:
+        if min(args.concurrency) < 1:
+            ap.error("--concurrency: every value must be >= 1")
+        hf = [m for m in args.methods or [] if m in HF_METHODS]
+        if hf:
+            ap.error(f"--concurrency: {', '.join(hf)} decode one request at a time; leave them out")
+        if args.repeats < 1:
+            ap.error("--concurrency needs --repeats >= 1")
     try:
-        sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
+        args.sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
     except GooseError as e:
         ap.error(str(e))
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    sampling = args.sampling
 
     specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
     try:
@@ -114,7 +136,14 @@ def main() -> None:
         backends = args.backends or list(dict.fromkeys(["eager", default_backend(device, dtype)]))
         for b in backends:
             check_backend(b, device, dtype)
-        prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+        if args.prompts:
+            from goose.benchmark_loaders import prompts_file
+
+            prompts = [("prompts", tok(p.text).input_ids) for p in prompts_file(args.prompts)]
+        else:
+            prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+        if args.concurrency:
+            return run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling)
         models = {b: model if b == "eager" else apply_backend(copy.deepcopy(model), b) for b in backends}
         if "eager" not in models:  # HF greedy on the eager model stays the outside reference
             models["eager"] = model
@@ -124,7 +153,8 @@ def main() -> None:
         ours = {b: arm(build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None),
                        lambda e=engines[b]: cost_curve(e, identity, device, dtype), tok, cfg.name) for b in backends}
     except GooseError as e:
-        ap.exit(2, f"error: {e}\n")
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     stops = stop_ids(tok, model)
     N = args.max_new_tokens
 
@@ -211,6 +241,7 @@ def main() -> None:
     def med_spread(vals):
         return statistics.median(vals), min(vals), max(vals)
 
+    table = []
     if args.repeats:
         print("\n| method | tokens/s (median, min-max) | tau | x our AR | x HF greedy | x HF prompt lookup | "
               + " | ".join(f"x AR {b}" for b in benches) + " | lossless |")
@@ -232,6 +263,18 @@ def main() -> None:
             cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio[b]:.2f}" if b in ratio else "-" for b in
                                                              ("ar", "hf-greedy", "hf-prompt-lookup")]
             print(f"| {m} | " + " | ".join(cells + [f"{x:.2f}" for x in per_b] + [ll]) + " |")
+            table.append({"method": m, "backend": own, "tokens_per_s": t, "tokens_per_s_min": lo,
+                          "tokens_per_s_max": hi,
+                          "tau": total_tok / steps[m] if steps[m] else None,
+                          **{f"x_{b}": ratio.get(b) for b in ("ar", "hf-greedy", "hf-prompt-lookup")},
+                          **{f"x_ar_{b}": x for b, x in zip(benches, per_b)}, "lossless": ll})
+        if args.json:
+            import json
+
+            with open(args.json, "w") as f:
+                json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": args.model, "prompts": len(prompts),
+                           "max_new_tokens": N, "repeats": args.repeats, "rows": table}, f, indent=1)
+            print(f"wrote {args.json}")
 
         for b in backends:
             if b != "eager" and "ar" in names:
@@ -256,6 +299,25 @@ def main() -> None:
             share = (ov + dr) / (fw + ov + dr)
             ms = [x / n * 1e3 for x in (fw, ov, dr)]
             print(f"  {m:{width}s} {ms[0]:8.2f} | {ms[1]:6.2f} | {ms[2]:6.2f} | {share * 100:5.1f}%")
+
+
+def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling) -> None:
+    """--concurrency: every method at every concurrency against batched AR (experiments/concurrency.py), on one
+    backend (the first of --backends, else auto)."""
+    from experiments import concurrency
+
+    backend = (args.backends or [default_backend(device, dtype)])[0]
+    check_backend(backend, device, dtype)
+    model = apply_backend(model, backend)
+    identity = identify_model(cfg)
+    built = build_drafters([s for s in specs if s != "ar"], args.model, args.search_path, extra,
+                           skip_missing=args.methods is None)
+    engine = Engine(model)
+    print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads), "
+          f"engine.backend={backend}: {len(prompts)} prompts x {args.max_new_tokens} new tokens, concurrency "
+          f"{' '.join(map(str, args.concurrency))}, {args.repeats} repeat(s)", flush=True)
+    concurrency.run(args, model, tok, stop_ids(tok, model), prompts, built,
+                    lambda: cost_curve(engine, identity, device, dtype), identity, device, dtype, sampling)
 
 
 COST_WIDTHS = (1, 2, 4, 8, 16, 32, 64)

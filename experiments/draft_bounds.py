@@ -44,20 +44,19 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+from baselines.pld import PromptLookupDrafter
+from goose.backends import apply_backend, default_backend
+from goose.benchmarks import benchmark_names, load_prompts
+from goose.budget import AutoBudget, CostCurve, cost_curve
+from goose.decode import generate
+from goose.drafter import Drafter
+from goose.engine import Draft, Engine, Verification, walk
+from goose.errors import GooseError
+from goose.methods import arm, build_drafters, method_names, parse_spec
+from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids
+from goose.tree import TreeNodes
 
-from baselines.pld import PromptLookupDrafter  # noqa: E402
-from goose.backends import apply_backend, default_backend  # noqa: E402
-from goose.benchmarks import LOADERS, load_prompts  # noqa: E402
-from goose.budget import AutoBudget, CostCurve, cost_curve  # noqa: E402
-from goose.decode import generate  # noqa: E402
-from goose.drafter import Drafter  # noqa: E402
-from goose.engine import Draft, Engine, Verification, walk  # noqa: E402
-from goose.errors import GooseError  # noqa: E402
-from goose.methods import arm, build_drafters, method_names, parse_spec  # noqa: E402
-from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids  # noqa: E402
-from goose.tree import TreeNodes  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_METHODS = ("pld", "pld@auto", "suffix@auto", "goose@16", "goose@auto", "goose@auto:run", "spine-only@auto")
 
@@ -179,24 +178,34 @@ def summary(per: dict, cost: CostCurve) -> tuple[float, float, str]:
     return tau, speed, detail
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python experiments/draft_bounds.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m", choices=model_config_names())
     ap.add_argument("--model-path", default=None, help="for --model hf/gguf: the local folder or GGUF file")
-    ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"], choices=sorted(LOADERS))
+    ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"], choices=benchmark_names())
     ap.add_argument("--n-prompts", type=int, default=10)
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), help="NAME[@BUDGET][:MEMORY] specs")
     ap.add_argument("--cost-ms", nargs="+", default=None, metavar="W:MS",
                     help="a hypothetical cost curve instead of the measured one: ms per verification of W nodes")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.n_prompts < 1 or args.max_new_tokens < 1:
         ap.error("--n-prompts and --max-new-tokens must be >= 1")
-    given = parse_cost(args.cost_ms, ap.error) if args.cost_ms else None
+    args.given = parse_cost(args.cost_ms, ap.error) if args.cost_ms else None
     try:
         unknown = [m for m in args.methods if parse_spec(m)[0] not in method_names()]
-        if unknown:
-            ap.error(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(method_names())}")
+    except GooseError as e:
+        ap.error(f"--methods: {e}")
+    if unknown:
+        ap.error(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(method_names())}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    given = args.given
+    try:
         extra = [f"model.path={args.model_path}"] if args.model_path else []
         built = build_drafters(args.methods, args.model, (), extra)
         for spec, (d, _) in built.items():
@@ -219,7 +228,8 @@ def main() -> None:
                                  f"{args.max_new_tokens} it exceeds the model's context of {engine.max_positions}.")
             prompts.append((b, ids))
     except GooseError as e:
-        ap.exit(2, f"error: {e}\n")
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     print(f"{args.model} on {device}, engine.backend={backend}: {len(prompts)} prompts x {args.max_new_tokens} "
           "new tokens; AR continuations and top-k ...", flush=True)
     topk = max([10, *(d.capabilities.topk for d in drafters.values())])  # every replayed drafter's k

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+from goose.backends import apply_backend, default_backend
+from goose.engine import Draft, Engine
+from goose.errors import GooseError
+from goose.models import identify_model, load_model, model_config
 
-from goose.backends import apply_backend, default_backend  # noqa: E402
-from goose.engine import Draft, Engine  # noqa: E402
-from goose.errors import GooseError  # noqa: E402
-from goose.models import identify_model, load_model, model_config  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 PARTS = ("linear", "lm_head", "attention", "copies", "top-k", "other")
 
@@ -79,8 +78,9 @@ def breakdown(engine: Engine, T: int, context: int, repeats: int, vocab: int) ->
     return parts, statistics.median(walls) * 1e3
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python experiments/forward_costs.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--model-path", default=None)
     ap.add_argument("--widths", type=int, nargs="+", default=[1, 4, 8, 16, 32])
@@ -88,15 +88,21 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, nargs="+", default=None,
                     help="cost curves at these thread counts (default: 1 and this machine's default)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if min(args.widths) < 1 or args.context < 1 or args.repeats < 1 or min(args.threads or [1]) < 1:
         ap.error("--widths, --context, --repeats and --threads must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     try:
         cfg = model_config(args.model, args.model_path)
         model, _, device, dtype = load_model(cfg, "cpu", "float32")
         label = identify_model(cfg).label
     except GooseError as e:
-        ap.exit(2, f"error: {e}\n")
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     vocab = model.config.get_text_config(decoder=True).vocab_size
     backends = list(dict.fromkeys(["eager", default_backend(device, dtype)]))
     engines = {b: Engine(model if b == "eager" else apply_backend(copy.deepcopy(model), b)) for b in backends}

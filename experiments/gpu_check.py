@@ -18,16 +18,15 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+from goose.benchmarks import load_prompts
+from goose.budget import cost_curve
+from goose.engine import Engine
+from goose.methods import arm, build_drafters, method_names
+from goose.metrics import first_divergence
+from goose.models import identify_model, load_model, model_config, stop_ids
+from goose.timing import hf_greedy
 
-from goose.benchmarks import load_prompts  # noqa: E402
-from goose.budget import cost_curve  # noqa: E402
-from goose.engine import Engine  # noqa: E402
-from goose.methods import arm, build_drafters, method_names  # noqa: E402
-from goose.metrics import first_divergence  # noqa: E402
-from goose.models import identify_model, load_model, model_config, stop_ids  # noqa: E402
-from goose.timing import hf_greedy  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def method_specs() -> list[str]:
@@ -35,12 +34,17 @@ def method_specs() -> list[str]:
     return [*method_names(), "goose@auto"]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python experiments/gpu_check.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-prompts", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--device", default="cuda", help="cpu only to smoke-test this script")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA device; this check is for a GPU machine (CPU losslessness is in `make test`).")
         return 2

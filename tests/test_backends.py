@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason
 
 @pytest.fixture(scope="module")
 def packed():
-    from goose.tiny import tiny_model
+    from tiny import tiny_model
 
     return apply_backend(tiny_model(seed=0), "prepacked")
 
@@ -93,6 +93,7 @@ def test_backend_choices_and_refusals(tiny):
     assert apply_backend(tiny, "eager") is tiny and backend_of(tiny) == "eager"
 
 
+@pytest.mark.integration
 def test_the_backend_is_in_the_config_hash_and_the_run_folder_keeps_them_apart(tiny_folder, tmp_path):
     from test_run import rows, run_py
 
@@ -110,6 +111,7 @@ def test_the_backend_is_in_the_config_hash_and_the_run_folder_keeps_them_apart(t
     assert bad.returncode == 2 and "unknown engine.backend 'turbo'" in bad.stderr
 
 
+@pytest.mark.integration
 def test_bench_runs_both_backends_side_by_side(tiny_folder, tmp_path):
     """bench.py on a CPU fp32 model: cost curves of both backends, every method on each, HF's loops on each
     backend's model object, every row identical to HF greedy on its own backend."""

@@ -61,9 +61,28 @@ def test_auto_budget_is_lossless(tiny, prompts, make):
     assert 1 <= d.stats()["auto_budget_mean"] <= 101
 
 
-def test_engine_measures_one_cost_per_width(tiny):
-    secs = Engine(tiny).measure_cost([1, 64], context_len=32, repeats=2)
-    assert len(secs) == 2 and all(s > 0 for s in secs)  # measured; its shape is the hardware's (make bench)
+def test_engine_measures_one_cost_per_width_with_the_widths_taking_turns(tiny, monkeypatch):
+    """On a clock that advances by exactly T ms per verification of T nodes (and by 0 elsewhere), every round
+    of every width reads T ms: the warm-up round is dropped, rounds are per width, the median is taken."""
+    import goose.engine as engine_module
+
+    clock = {"t": 0.0}
+    engine = Engine(tiny)
+    real_verify = engine.verify
+    order = []
+
+    def verify(draft, **kw):
+        order.append(len(draft))
+        clock["t"] += len(draft) / 1000
+        return real_verify(draft, **kw)
+
+    monkeypatch.setattr(engine, "verify", verify)
+    monkeypatch.setattr(engine_module.time, "perf_counter", lambda: clock["t"])
+    rounds = engine.measure_rounds([1, 8, 64], context_len=32, repeats=3)
+    assert rounds == [pytest.approx([t / 1000] * 3) for t in (1, 8, 64)]
+    assert order == [1, 8, 64] * 4  # one warm-up round, then three, the widths taking turns in each
+    order.clear()
+    assert engine.measure_cost([1, 8], context_len=32, repeats=2) == pytest.approx([0.001, 0.008])
 
 
 def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkeypatch):

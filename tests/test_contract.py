@@ -31,6 +31,7 @@ def decode(tiny, prompts, d, n=40):
     return [generate(engine, p, d, n) for p in prompts]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", method_names())
 def test_budget_auto_is_applied_or_refused(name, tiny, prompts, store):
     """Tripwire: a method that claims budget=auto prunes to the root when no draft pays, keeps its
@@ -53,10 +54,12 @@ def test_budget_auto_is_applied_or_refused(name, tiny, prompts, store):
         assert max(f.widths) > 1 or max(g.widths) == 1  # ... but not to nothing when verification is free
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", method_names())
 def test_a_numeric_budget_changes_drafts_or_is_recorded_as_fixed(name, tiny, prompts, store):
+    from tiny import byte_tokenizer
+
     from goose.methods import budget_label
-    from goose.tiny import byte_tokenizer
 
     # A context from the REST store's corpus, proposed on directly: the tiny model never writes it.
     corpus = byte_tokenizer()("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    ret").input_ids
@@ -151,6 +154,7 @@ class RepeatDrafter(TreeDrafter):
 '''
 
 
+@pytest.mark.integration
 def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goose, monkeypatch):
     from analysis.artifacts import make
     from analysis.load import load_rows

@@ -105,6 +105,7 @@ def test_hypothetical_cost_curve_is_read_in_ms_and_bad_points_refused(bounds):
     assert len(errors) == 6 and "W:MS" in errors[0] and "each width once" in errors[-1]
 
 
+@pytest.mark.integration
 def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
     base = [sys.executable, str(ROOT / "experiments" / "draft_bounds.py"), "--model", "hf", "--model-path",

@@ -5,10 +5,8 @@ import torch
 from transformers import DynamicCache
 
 from goose import kv_cache
-from goose.decode import generate
-from goose.drafter import Drafter
 from goose.engine import Draft, Engine
-from goose.kv_cache import InPlaceLayer, new_cache
+from goose.kv_cache import InPlaceLayer
 
 
 def test_update_crop_and_growth_match_the_concatenating_layer(monkeypatch):
@@ -51,12 +49,20 @@ def test_the_engine_decodes_the_same_logits_on_either_cache(tiny, prompts, monke
 
 
 def test_new_cache_layers_grow_in_place(tiny):
-    cache = new_cache(tiny.config)
-    assert len(cache.layers) == tiny.config.num_hidden_layers
-    assert all(isinstance(layer, InPlaceLayer) for layer in cache.layers)
+    """A step writes into the buffer the cache already holds (no new tensor per forward, as DynamicLayer's
+    concatenation makes): the storage stays put until the buffer is full, then grows by whole chunks."""
+    from goose import kv_cache
+
     engine = Engine(tiny)
-    toks = generate(engine, list(range(40, 90)), Drafter(), 30).tokens
-    assert isinstance(engine.cache.layers[0], InPlaceLayer) and len(toks) == 30
+    engine.prefill(list(range(40, 90)))  # 50 positions: one buffer of CHUNK
+    layer = engine.cache.layers[0]
+    storage = layer.keys.untyped_storage().data_ptr()
+    for t in range(10):
+        engine.verify(Draft.chain([60 + t]))
+    assert engine.cache_len == 60 and layer.keys.shape[-2] == 60
+    assert layer.keys.untyped_storage().data_ptr() == storage and layer._k.shape[-2] == kv_cache.CHUNK
+    engine.verify(Draft.chain(list(range(kv_cache.CHUNK))))  # does not fit: the buffer grows, once
+    assert layer._k.shape[-2] == 2 * kv_cache.CHUNK and layer.keys.untyped_storage().data_ptr() != storage
 
 
 def test_a_buffer_grows_no_further_than_the_model_context(monkeypatch):

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import hf_greedy
+from tiny import byte_tokenizer
 
 from baselines.lookahead import LookaheadDrafter, NGramPool, window_visibility
 from baselines.rest import Datastore, RestDrafter, draft_trie, suffix_array
 from goose.decode import generate
 from goose.engine import Engine
 from goose.errors import GooseError
-from goose.tiny import byte_tokenizer
 
 
 def test_pool_keeps_g_most_recent_per_key():
@@ -94,13 +94,15 @@ class OtherVocab:
         return {"a": 0, "b": 1}
 
 
+@pytest.mark.integration
 def test_rest_builds_its_offline_default_once_on_first_use(tiny, prompts, tmp_path, monkeypatch, capsys):
     """method=rest without a datastore built: the default one is built with the model's tokenizer, by
     one of two runs starting together (the other waits and uses it); another datastore must exist."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from tiny import byte_tokenizer
+
     import baselines.rest as rest
-    from goose.tiny import byte_tokenizer
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(rest, "FIRST_USE_TOKENS", 4000)
@@ -121,6 +123,7 @@ def test_rest_builds_its_offline_default_once_on_first_use(tiny, prompts, tmp_pa
         RestDrafter(datastore=str(rest.default_folder("other"))).bind_tokenizer(byte_tokenizer(), "tiny")
 
 
+@pytest.mark.integration
 def test_lookahead_and_rest_are_lossless_on_tiny_model(tiny, prompts, store):
     engine = Engine(tiny)
     for d in (LookaheadDrafter(), LookaheadDrafter(budget=12), RestDrafter(datastore=str(store))):

@@ -72,6 +72,7 @@ def test_single_prompt_mode_prints_text(tiny_folder, tmp_path, run_goose):
     (["model=nope"], "Could not find 'model/nope'"),
     (["method=nope"], "Available options in 'method'"),
 ])
+@pytest.mark.integration
 def test_unknown_config_names_are_clear_errors(args, message, tmp_path):
     r = run_py(*args, f"results_dir={tmp_path}")
     assert r.returncode != 0
@@ -93,8 +94,9 @@ def test_bad_input_is_a_clear_error(args, message, tmp_path, run_goose):
 
 
 def test_prompt_longer_than_context_is_refused(tmp_path, run_goose):
+    from tiny import save_tiny
+
     from goose.errors import GooseError
-    from goose.tiny import save_tiny
 
     folder = save_tiny(tmp_path / "short", max_positions=256)
     with pytest.raises(GooseError, match="exceeds the model's context"):
@@ -102,6 +104,7 @@ def test_prompt_longer_than_context_is_refused(tmp_path, run_goose):
                   f"results_dir={tmp_path}")
 
 
+@pytest.mark.integration
 def test_hub_model_without_weights_fails_fast(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
     r = subprocess.run([sys.executable, str(ROOT / "run.py"), "model=vicuna-7b", "method=goose", "budget=64",

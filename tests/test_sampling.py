@@ -100,6 +100,7 @@ def test_bad_sampling_settings_are_clear_errors(bad, says, run_goose, tmp_path):
     assert not any(tmp_path.iterdir())  # refused before any folder was made
 
 
+@pytest.mark.integration
 def test_greedy_keys_ignore_top_k_top_p_and_sampled_keys_carry_every_setting():
     key = hash_of
     assert key() == key("top_p=0.5", "top_k=3") == key("temperature=0", "top_p=0.9") == key("seed=7")
@@ -115,7 +116,21 @@ def test_noise_is_keyed_by_the_whole_tuple():
     fp = prompt_fingerprint([1, 2, 3])
     seeds = {noise_seed(s, f, t) for s in (0, 1) for f in (fp, prompt_fingerprint([1, 2, 4])) for t in (5, 6)}
     assert len(seeds) == 8  # no two of (seed, prompt, position) share noise, e.g. (0, t + 1) vs (1, t)
-    assert torch.equal(gumbel(noise_seed(0, fp, 5), 300), gumbel(noise_seed(0, fp, 5), 300))
+
+
+def test_noise_is_the_same_in_another_process_whatever_the_global_generator():
+    """Noise drawn from the global torch generator (or any process state) would differ between a run and its
+    resume: another interpreter, its global generator seeded otherwise, must draw the same numbers."""
+    import subprocess
+    import sys
+
+    fp = prompt_fingerprint([1, 2, 3])
+    torch.manual_seed(123)
+    here = gumbel(noise_seed(0, fp, 5), 6).tolist()
+    code = ("import torch; torch.manual_seed(7); from goose.sampling import gumbel, noise_seed, prompt_fingerprint; "
+            "print(gumbel(noise_seed(0, prompt_fingerprint([1, 2, 3]), 5), 6).tolist())")
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert eval(there) == here and len(set(here)) == 6
 
 
 @pytest.mark.parametrize("t, k, p", [*SETTINGS, (0.3, 5, 1.0), (1.5, 0, 0.5), (1.0, 0, 0.999)])
@@ -152,6 +167,7 @@ def reference_sampler(model, prompt: list[int], n: int, s: Sampling) -> list[int
     return ids[len(prompt):]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("t, k, p", [(0.7, 0, 0.95), (1.0, 20, 0.9), (0.3, 0, 1.0)])
 def test_ar_sampler_matches_an_independent_reference(tiny, prompts, t, k, p, seed):
@@ -163,6 +179,7 @@ def test_ar_sampler_matches_an_independent_reference(tiny, prompts, t, k, p, see
         assert ours == hf_reference(tiny, prompt, 24, frozenset(), s)  # HF's loop and cache, our noise
 
 
+@pytest.mark.integration
 def test_sampled_output_differs_from_greedy_and_between_seeds(tiny, prompts):
     engine = Engine(tiny)
     for prompt in prompts:
@@ -207,11 +224,13 @@ def pair_p_value(model, t: float, k: int, p: float) -> float:
     return chi_square_p(torch.cat(observed), torch.cat(expected))
 
 
+@pytest.mark.integration
 def test_two_positions_draw_from_the_joint_distribution(small):
     assert pair_p_value(small, 1.0, 0, 1.0) > 1e-3
     assert pair_p_value(small, 0.7, 20, 0.9) > 1e-3
 
 
+@pytest.mark.integration
 def test_the_pair_test_catches_noise_shared_between_positions(small, monkeypatch):
     """Key the noise by position // 2 (PREFIX has even length, so the first two new tokens share it):
     every single position is still an exact draw, the pair is not, and the test must say so."""
@@ -237,6 +256,7 @@ def test_first_token_matches_hugging_face_sampling_in_distribution(small, t, k, 
 
 
 # --- every method, and a drafter that knows the answer ---------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("name", method_names())
 def test_every_method_is_identical_to_the_ar_sampler(name, tiny, prompts, store):
     d, _ = drafter(name, store)
@@ -288,13 +308,14 @@ def test_a_node_keyed_by_its_own_position_is_caught(tiny, prompts, monkeypatch):
     engine = Engine(tiny)
     prompt = prompts[0]
     want = generate(engine, prompt, Drafter(), 40, sampling=s).tokens
-    real = Sampler.pick
-    monkeypatch.setattr(Sampler, "pick", lambda self, row, t: real(self, row, t - 1))
+    real = Sampler.choose
+    monkeypatch.setattr(Sampler, "choose", lambda self, row, t: real(self, row, t - 1))
     got = generate(engine, prompt, Oracle(want, len(prompt)), 40, sampling=s)
     assert got.tokens != want
 
 
 # --- run.py end to end -----------------------------------------------------------------------
+@pytest.mark.integration
 def test_a_sampled_run_is_lossless_against_the_ar_sampler(tiny_folder, prompt_file, tmp_path, run_goose):
     common = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
               "max_new_tokens=24", f"results_dir={tmp_path}", "n_prompts=3"]
@@ -329,6 +350,7 @@ def test_new_columns_widen_an_old_results_file(tmp_path):
     assert [(r["prompt_id"], r["temperature"]) for r in f.rows()] == [("p0", ""), ("p1", "0.7")]
 
 
+@pytest.mark.integration
 def test_bench_samples_every_method_and_hugging_face_with_the_same_noise(tiny_folder, tmp_path):
     """bench.py --temperature: our methods and HF's greedy and prompt-lookup loops on the perturbed logits
     all return AR sampling's tokens (the lossless column compares against hf-greedy)."""

@@ -3,6 +3,7 @@
 import csv
 
 import pytest
+from conftest import ALL_DATA
 from test_run import run_folder, run_py
 
 from goose.models import model_config
@@ -29,6 +30,7 @@ def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
     assert sum(int(x["new_tokens"]) for x in got) > sum(int(x["steps"]) for x in got)  # tau > 1
 
 
+@ALL_DATA
 @pytest.mark.parametrize("backend", ["eager", "prepacked"])
 def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
     """Every method returns Hugging Face greedy's tokens on the same model object, on either backend."""
@@ -40,12 +42,13 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
     from baselines.lookahead import LookaheadDrafter
     from baselines.pld import PromptLookupDrafter
     from baselines.rest import RestDrafter, build
-    from baselines.suffix import GooseSuffixDrafter, SuffixDrafter
+    from baselines.suffix import SuffixDrafter
     from baselines.token_recycling import TokenRecyclingDrafter
     from goose.backends import apply_backend
     from goose.benchmarks import load_prompts
     from goose.decode import generate
     from goose.engine import Engine
+    from goose.spine_suffix import GooseSuffixDrafter
     from goose.spine_tree import GooseDrafter
     from goose.timing import hf_greedy
 
@@ -65,18 +68,20 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
             assert generate(engine, ids, d, 48, stops).tokens == ref, (p.id, type(d).__name__, d.config)
 
 
+@ALL_DATA
 def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path):
     """temperature 0.7, top_p 0.95, two seeds: every method returns AR sampling's tokens, AR sampling
     equals Hugging Face's loop on the same perturbed logits, and sampling changes the output."""
     from baselines.lookahead import LookaheadDrafter
     from baselines.pld import PromptLookupDrafter
-    from baselines.suffix import GooseSuffixDrafter, SuffixDrafter
+    from baselines.suffix import SuffixDrafter
     from baselines.token_recycling import TokenRecyclingDrafter
     from goose.benchmarks import load_prompts
     from goose.decode import generate
     from goose.drafter import Drafter
     from goose.engine import Engine
     from goose.sampling import Sampling
+    from goose.spine_suffix import GooseSuffixDrafter
     from goose.spine_tree import GooseDrafter
     from goose.timing import hf_greedy
 

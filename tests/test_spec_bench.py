@@ -5,19 +5,21 @@ import subprocess
 import sys
 
 import pytest
-from conftest import hash_of, spec_of
+from conftest import SPEC_BENCH, hash_of, spec_of
 from test_run import ROOT, rows, run_folder, run_py
 
 from analysis.artifacts import make
 from analysis.load import load_rows
 from analysis.spec_bench import mean_accepted, spec_bench_table
-from goose.benchmarks import CATEGORY_ORDER, MULTI_TURN, load_prompts
+from goose.benchmark_loaders import CATEGORY_ORDER, MULTI_TURN
+from goose.benchmarks import load_prompts
 from goose.errors import GooseError
 from goose.inputs import select
 from goose.results import ResultsFile
 
 
 # --- prompts --------------------------------------------------------------------------------
+@SPEC_BENCH
 def test_spec_bench_has_six_categories_of_80_and_n_prompts_takes_the_first_n_of_each():
     every = load_prompts("spec_bench")
     counts = {c: sum(p.category == c for p in every) for c in CATEGORY_ORDER}
@@ -28,6 +30,7 @@ def test_spec_bench_has_six_categories_of_80_and_n_prompts_takes_the_first_n_of_
     assert select(every, 2) == every[:2]  # other benchmarks: the first N
 
 
+@SPEC_BENCH
 def test_mt_bench_decodes_both_turns_unless_turns_is_1():
     both, first = load_prompts("mt_bench"), load_prompts("mt_bench", turns=1)
     assert len(both) == len(first) == 80
@@ -78,6 +81,7 @@ def test_each_trial_times_ar_under_its_own_reference_key():
 
 @pytest.mark.parametrize("bad, says", [("trial=0", "trial must be an integer >= 1"),
                                        ("benchmark.turns=3", "benchmark.turns must be 1")])
+@pytest.mark.integration
 def test_bad_trial_or_turns_is_refused_before_anything(bad, says, tiny_folder, tmp_path):
     extra = ["benchmark=mt_bench"] if "turns" in bad else []
     r = run_py("model=hf", f"model.path={tiny_folder}", *extra, bad, f"results_dir={tmp_path}")
@@ -166,6 +170,7 @@ def test_other_artifacts_read_the_first_pass_only(tmp_path):
 
 
 # --- end to end ---------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
     """A questions file of our own: two per category (n_prompts=1 takes the first of each), two passes of
     AR and PLD with cached AR timings; the table and figure cover every category, every row lossless."""
@@ -196,17 +201,20 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
     assert t[0].startswith("model,benchmark,method,budget,memory,metric,MT,Trans,QA,overall,")
     pld = [line for line in t if ",pld," in line]
     assert len(pld) == 4 and all(",2,3,8/8" in line for line in pld)  # 2 passes, 3 questions, lossless
-    assert all(cell for line in pld for cell in line.split(",")[6:10])  # every category filled
+    cells = {line.split(",")[5]: line.split(",")[6:10] for line in t if ",ar," in line}
+    assert cells["mean accepted tokens"] == ["1.00 ± 0.00"] * 4 == cells["tau"]  # AR: nothing drafted, either pass
+    assert all(float(c.split(" ")[0]) >= 1 for line in pld for c in line.split(",")[6:10])
     assert (out / "spec_bench_figure.png").stat().st_size > 0
 
 
 
+@pytest.mark.integration
 def test_a_prompt_near_the_context_end_generates_until_it_is_full_every_method_alike(tmp_path):
     """A benchmark prompt whose max_new_tokens would overrun the model's context is capped, not refused: it
     generates until the context is full, whatever the method or budget (near the end the engine verifies only
     the draft nodes that still fit), so AR's rows, recorded budget=fixed, never depend on the budget of the
     run that made them; one that cannot fit at all is refused."""
-    from goose.tiny import save_tiny
+    from tiny import save_tiny
 
     folder = save_tiny(tmp_path / "short", max_positions=256)
     prompts = tmp_path / "p.jsonl"

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from conftest import hf_greedy, spec_of
 
-from baselines.suffix import GooseSuffixDrafter, SuffixDrafter, library
+from baselines.suffix import SuffixDrafter
 from goose.decode import generate
 from goose.engine import Draft, Engine, Verification
 from goose.errors import GooseError
 from goose.methods import build_drafters, load_method, method_drafter
 from goose.results import ReferenceStore, TimingStore
+from goose.spine_suffix import GooseSuffixDrafter
+from goose.suffix_cache import library
 from goose.timing import Timer
 
 # "10 11 12" is followed by 20 twice and 21 once; "10 11 12 20" by 30 once and 31 once.
@@ -99,6 +101,7 @@ def test_memory_prompt_clears_and_memory_run_remembers(method, tiny, prompts):
     assert after("run", [prompts[1]]) != after("run", [])
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("spec", ["suffix", "goose-suffix:run", "tr", "goose:run", "iso3:run"])
 def test_timed_repeats_start_from_the_state_the_prompt_found(spec, tiny, prompts, tmp_path):
     """Repeats (and the AR runs between them) measure the same work as a single run, and leave the
@@ -162,6 +165,7 @@ def rows_of(root):
         return path.parent, list(csv.DictReader(f))
 
 
+@pytest.mark.integration
 def test_memory_is_recorded_and_a_resumed_run_rebuilds_it(tiny_folder, prompt_file, tmp_path, run_goose):
     base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
             "max_new_tokens=24", "speedup_reference=none", "method=suffix"]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ALL_DATA
 from test_run import ROOT, rows, run_folder, run_py
 
 from goose.benchmarks import load_prompts
@@ -19,6 +20,7 @@ from goose.benchmarks import load_prompts
     ("mt_bench", 80, "Compose an engaging travel blog post about a recent trip to Hawaii"),
     ("spec_bench", 480, "Compose an engaging travel blog post about a recent trip to Hawaii"),
 ])
+@ALL_DATA
 def test_loaders_counts_and_prompt_formats(name, count, first):
     prompts = load_prompts(name)
     assert len(prompts) == count
@@ -26,6 +28,7 @@ def test_loaders_counts_and_prompt_formats(name, count, first):
     assert len({p.id for p in prompts}) == count
 
 
+@ALL_DATA
 def test_prompt_formats_exactly():
     g = load_prompts("gsm8k")[0].text
     assert g.endswith("\n\nAnswer: Let me solve step by step.\n") and g.startswith("Question: ")
@@ -39,11 +42,17 @@ def test_prompt_formats_exactly():
 def test_missing_data_says_where_it_looked(tmp_path, monkeypatch):
     from goose.errors import GooseError
 
-    monkeypatch.setenv("GOOSE_DATA_DIR", str(tmp_path))
-    with pytest.raises(GooseError, match=str(tmp_path)):
+    monkeypatch.setenv("GOOSE_DATA_DIR", str(tmp_path / "env"))
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("goose.benchmarks.REPO_ROOT", tmp_path / "clone")  # a clone without ../shared beside it
+    with pytest.raises(GooseError) as e:
         load_prompts("mt_bench")
+    for where in (tmp_path / "env", tmp_path / "shared" / "data", tmp_path / "cache" / "data"):
+        assert str(where) in str(e.value)
+    assert "make data" in str(e.value)
 
 
+@pytest.mark.integration
 def test_cached_sweep_times_ar_once_per_prompt_and_second_run_skips_everything(tiny_folder, tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"a b c a b c {i} " * 3}) + "\n"
@@ -67,6 +76,8 @@ def test_cached_sweep_times_ar_once_per_prompt_and_second_run_skips_everything(t
     assert [r.stat().st_mtime_ns for r in refs] == stamps  # computed once, reused
 
 
+@ALL_DATA
+@pytest.mark.integration
 def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monkeypatch):
     data = tmp_path / "data" / "spec_bench"
     data.mkdir(parents=True)
@@ -80,6 +91,7 @@ def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monk
     assert all(x["lossless"] == "True" for x in got)
 
 
+@pytest.mark.integration
 def test_wandb_offline_run_holds_config_and_metrics(tiny_folder, tmp_path):
     env = dict(os.environ, WANDB_MODE="offline", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     r = subprocess.run([sys.executable, str(ROOT / "run.py"), "model=hf", f"model.path={tiny_folder}",
@@ -119,6 +131,7 @@ def test_experiment_configs_compose_and_name_real_methods(exp, profile):
     assert set(str(params.method).split(",")) <= set(method_names())
 
 
+@pytest.mark.integration
 def test_reproduce_paper_profile_without_gpu_fails_at_once():
     import shutil
 

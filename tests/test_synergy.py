@@ -116,6 +116,7 @@ def test_published_comparison_and_source_gap(results):
     assert (gap["paper ratio"] == "2-18x").all()
 
 
+@pytest.mark.integration
 def test_reproduce_writes_tables_and_figures_and_logs_them_to_wandb(results, tmp_path):
     out = tmp_path / "artifacts"
     names = ["synergy", "synergy_published", "source_gap", "synergy_figure", "spine_continuation"]

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from conftest import SPEC_BENCH
 from test_run import ROOT, rows, run_py
 
 from goose.errors import GooseError
@@ -70,7 +71,7 @@ def test_an_edited_prompts_file_is_not_resumed(tiny_folder, tmp_path, run_goose)
 
 
 def test_new_weights_at_the_same_path_are_not_resumed(tmp_path, run_goose):
-    from goose.tiny import save_tiny
+    from tiny import save_tiny
 
     folder = save_tiny(tmp_path / "m", seed=0)
     f = jsonl(tmp_path / "p.jsonl", ["a b a b a b", "c d c d c d"])
@@ -99,6 +100,7 @@ def start(args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.integration
 def test_two_processes_on_one_folder_one_refused_rows_unique(tiny_folder, tmp_path):
     f = jsonl(tmp_path / "p.jsonl", [f"v{i} = {i} * {i}\n" * 3 for i in range(8)])
     args = tiny_args(tiny_folder, f, tmp_path / "res", "method=goose", "n_prompts=null", "max_new_tokens=100")
@@ -113,6 +115,7 @@ def test_two_processes_on_one_folder_one_refused_rows_unique(tiny_folder, tmp_pa
     assert len(got) == 8 and len({x["prompt_id"] for x in got}) == 8
 
 
+@pytest.mark.integration
 def test_a_lock_left_by_a_killed_process_is_recovered(tiny_folder, tmp_path):
     f = jsonl(tmp_path / "p.jsonl", [f"w{i} = {i}\n" * 4 for i in range(6)])
     args = tiny_args(tiny_folder, f, tmp_path / "res", "method=goose", "n_prompts=null", "max_new_tokens=100")
@@ -125,6 +128,7 @@ def test_a_lock_left_by_a_killed_process_is_recovered(tiny_folder, tmp_path):
     assert r.returncode == 0 and "lossless 6/6" in r.stdout, r.stderr[-2000:]
 
 
+@pytest.mark.integration
 def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tiny_folder, tmp_path):
     f = jsonl(tmp_path / "p.jsonl", [f"u{i} = [{i}] * {i}\n" * 3 for i in range(10)])
     args = tiny_args(tiny_folder, f, tmp_path / "res", "method=goose", "n_prompts=null", "max_new_tokens=200",
@@ -144,9 +148,10 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tiny_folder, tmp_path):
 
 
 def test_two_hf_folders_with_one_name_never_pool(tmp_path, run_goose):
+    from tiny import save_tiny
+
     from analysis.load import load_rows
     from analysis.pooling import by
-    from goose.tiny import save_tiny
 
     f = jsonl(tmp_path / "p.jsonl", ["k = 1\nk = 1\n", "z z z z"])
     for seed in (0, 1):
@@ -204,23 +209,29 @@ def test_a_stale_timing_is_flagged_and_left_out():
     assert summarize([legacy])["speedup_prompts"] == 0
 
 
+@SPEC_BENCH
+@pytest.mark.integration
 def test_the_command_line_data_dir_wins_over_the_environment(tiny_folder, tmp_path):
-    """GOOSE_DATA_DIR points nowhere; data_dir= on the command line is used, and without it the error
-    names the folder it looked in."""
+    """data_dir= on the command line is searched first; a GOOSE_DATA_DIR that holds nothing is passed over for
+    the next folder that has the file (../shared/data here), never mistaken for it."""
     data = tmp_path / "data" / "spec_bench"
     data.mkdir(parents=True)
     (data / "question.jsonl").write_text(json.dumps({"question_id": 1, "turns": ["Hi."]}) + "\n")
     env = dict(os.environ, GOOSE_DATA_DIR=str(tmp_path / "nowhere"), WANDB_MODE="disabled", HF_HUB_OFFLINE="1")
     base = [sys.executable, str(ROOT / "run.py"), "model=hf", f"model.path={tiny_folder}", "benchmark=mt_bench",
-            "max_new_tokens=4", f"results_dir={tmp_path / 'res'}"]
-    ok = subprocess.run([*base, f"data_dir={tmp_path / 'data'}"], cwd=ROOT, env=env, capture_output=True, text=True)
+            "max_new_tokens=4", "n_prompts=2", "speedup_reference=none"]
+    ok = subprocess.run([*base, f"data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'a'}"], cwd=ROOT, env=env,
+                        capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr[-2000:]
-    missing = subprocess.run(base, cwd=ROOT, env=env, capture_output=True, text=True)
-    assert missing.returncode == 2 and str(tmp_path / "nowhere") in missing.stderr
+    assert [r["prompt_id"] for r in all_rows(tmp_path / "a")] == ["1"]  # the one question of data_dir's file
+    shared = subprocess.run([*base, f"results_dir={tmp_path / 'b'}"], cwd=ROOT, env=env, capture_output=True,
+                            text=True)
+    assert shared.returncode == 0, shared.stderr[-2000:]
+    assert len({r["prompt_id"] for r in all_rows(tmp_path / "b")}) == 4  # two questions of the real file, 2 turns
 
 
 def bad_inputs(tmp_path):
-    from goose.tiny import save_tiny
+    from tiny import save_tiny
 
     not_gguf = tmp_path / "weights.gguf"
     not_gguf.write_bytes(b"PK\x03\x04 not a gguf file")
@@ -245,6 +256,7 @@ def bad_inputs(tmp_path):
     ]
 
 
+@pytest.mark.integration
 def test_bad_inputs_are_clear_errors_and_leave_no_run_folder(tmp_path, run_goose):
     res = tmp_path / "res"
     for args, message in bad_inputs(tmp_path):
@@ -254,11 +266,13 @@ def test_bad_inputs_are_clear_errors_and_leave_no_run_folder(tmp_path, run_goose
         assert not res.exists() or not any(res.iterdir()), (args, list(res.rglob("*")))
 
 
+@pytest.mark.integration
 def test_run_py_prints_errors_without_a_traceback(tmp_path):
     r = run_py("repeats=abc", f"results_dir={tmp_path}")
     assert r.returncode == 2 and "error: repeats must be an integer >= 1" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.integration
 def test_prompt_file_and_quoted_prompt_take_any_characters(tiny_folder, tmp_path):
     """Through bash's eyes: each argument below is what `'prompt="..."'` hands to run.py."""
     text = 'def f(x):\n    return "a (b)" + \'c\'  # 🦆\n'
@@ -271,6 +285,7 @@ def test_prompt_file_and_quoted_prompt_take_any_characters(tiny_folder, tmp_path
     assert quoted.returncode == 0 and "4 tokens" in quoted.stdout, quoted.stderr[-2000:]
 
 
+@pytest.mark.integration
 def test_rest_build_and_bench_refuse_unknown_names(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     r = subprocess.run([sys.executable, "-m", "baselines.rest", "build", "--model", "nonexistent",

@@ -102,8 +102,9 @@ def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
 
 def test_a_rebuilt_rest_datastore_is_another_configuration(tiny_folder, tmp_path, run_goose, store):
     """The datastore was not in the hash: rebuilding it at the same path resumed the old rows under one hash."""
+    from tiny import byte_tokenizer
+
     from baselines.rest import build
-    from goose.tiny import byte_tokenizer
 
     ds = tmp_path / "ds"
     shutil.copytree(store, ds)
@@ -137,12 +138,14 @@ def test_a_greedy_run_with_another_seed_is_the_same_configuration(tiny_folder, t
     (["method=goose", "+method.drafter.rhoo=0.3"], "unknown setting 'method.drafter.rhoo' (did you mean rho?)"),
     (["+engine.turbo=1"], "unknown setting 'engine.turbo'"),
 ])
+@pytest.mark.integration
 def test_unknown_settings_are_refused_never_ignored(args, says, tmp_path):
     r = run_py(*args, f"results_dir={tmp_path}", "n_prompts=1")
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr[-1500:]
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.integration
 def test_no_gpu_and_no_weights_are_said_together(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), CUDA_VISIBLE_DEVICES="")
     r = subprocess.run([sys.executable, str(ROOT / "run.py"), "model=vicuna-7b", "method=goose",
@@ -174,6 +177,7 @@ def test_a_short_write_is_undone_and_said_and_the_next_row_is_whole(tmp_path, mo
     assert [(r["prompt_id"], r["tau"]) for r in f.rows()] == [("p0", "1.5"), ("p2", "3.5")] and not f.damaged
 
 
+@pytest.mark.integration
 def test_a_full_disk_stops_the_run_with_one_line_and_it_resumes_once_there_is_room(tiny_folder, tmp_path):
     small = mounted("tmpfs", tmp_path / "small", size="160k")
     try:
@@ -197,6 +201,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_it_resumes_once_there_is_ro
     assert sorted(x["prompt_id"] for x in got) == sorted(f"p{i}" for i in range(80))
 
 
+@pytest.mark.integration
 def test_a_read_only_results_folder_is_one_line(tiny_folder, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
@@ -269,6 +274,7 @@ def test_ids_pandas_would_read_as_missing_stay_ids(tiny_folder, tmp_path, run_go
     (b'{"id": null, "prompt": "x"}\n', "'id' must be a non-empty string or an integer (got null)"),
     (b'{"id": true, "prompt": "x"}\n', "'id' must be a non-empty string or an integer (got true)"),
 ])
+@pytest.mark.integration
 def test_bad_prompt_files_are_one_clear_line(content, says, tmp_path):
     p = tmp_path / "p.jsonl"
     p.write_bytes(content)
@@ -276,10 +282,11 @@ def test_bad_prompt_files_are_one_clear_line(content, says, tmp_path):
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr[-1500:]
 
 
+@pytest.mark.integration
 def test_gzip_u2028_and_folders_as_prompt_files(tiny_folder, tmp_path, run_goose):
     import gzip
 
-    from goose.benchmarks import jsonl_file
+    from goose.benchmark_loaders import prompts_file as jsonl_file
 
     text = "line one\u2028still one\u2029and one"
     p = tmp_path / "p.jsonl"
@@ -297,6 +304,7 @@ def test_gzip_u2028_and_folders_as_prompt_files(tiny_folder, tmp_path, run_goose
 
 
 # --- equality ----------------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_equality_compares_what_was_asked_and_never_writes(tiny_folder, tmp_path, run_goose):
     """Two runs on different prompts with the same ids were reported EQUAL (exit 0); reading a folder
     truncated its partial last line (a crash on a read-only folder)."""
@@ -320,6 +328,7 @@ def test_equality_compares_what_was_asked_and_never_writes(tiny_folder, tmp_path
 
 
 # --- analysis on any results folder ------------------------------------------------------------------
+@pytest.mark.integration
 def test_every_artifact_works_on_a_mixed_folder_or_says_what_it_needs(tiny_folder, tmp_path, run_goose):
     """The demo's rows beside a sweep's ended table1/table2 in KeyError, figure1 in AttributeError, ...: the
     methods' labels split by a setting, then matched nothing."""

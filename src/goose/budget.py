@@ -50,6 +50,17 @@ class Budget:
         raise GooseError(f"budget must be a whole number of nodes >= 1 or auto (got {value!r}), e.g. budget=60.")
 
 
+def interpolate(xs: list[int], ys: list[float], x: float) -> float:
+    """Linear between measured points; beyond the last, proportional to x; before the first, the first."""
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1] * x / xs[-1]
+    i = bisect.bisect_left(xs, x)
+    f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+    return ys[i - 1] + f * (ys[i] - ys[i - 1])
+
+
 class CostCurve:
     """Seconds per verification as a function of the number of nodes, linearly interpolated."""
 
@@ -59,14 +70,7 @@ class CostCurve:
         self.seconds = [s for _, s in pairs]
 
     def __call__(self, t: int) -> float:
-        w, s = self.widths, self.seconds
-        if t <= w[0]:
-            return s[0]
-        if t >= w[-1]:
-            return s[-1] * t / w[-1]
-        i = bisect.bisect_left(w, t)
-        f = (t - w[i - 1]) / (w[i] - w[i - 1])
-        return s[i - 1] + f * (s[i] - s[i - 1])
+        return interpolate(self.widths, self.seconds, t)
 
     def to_json(self) -> str:
         return json.dumps({"widths": self.widths, "seconds": self.seconds})
@@ -115,10 +119,20 @@ class AcceptanceModel:
 
 
 class AutoBudget:
-    def __init__(self, cost: CostCurve, overhead_s: float = 0.0):
+    """Per request: the acceptance estimates, and the pruning of each draft. `defer` (a request in a batch):
+    the draft is not cut but ordered by value, each prefix worth `gains[k - 1]` expected tokens, and the batch
+    decides one width for all its requests (goose.batch_decode), from the cost surface."""
+
+    def __init__(self, cost: CostCurve, overhead_s: float = 0.0, defer: bool = False):
         self.cost = cost
         self.overhead_s = overhead_s
+        self.defer = defer
+        self.gains: list[float] = [1.0]
         self.reset()
+
+    def spawn(self) -> AutoBudget:
+        """The pruner of another request: the same hardware, nothing learned."""
+        return AutoBudget(self.cost, self.overhead_s, self.defer)
 
     def reset(self) -> None:
         """A new prompt: forget what was learned (the cost curve is the hardware's and stays)."""
@@ -132,7 +146,12 @@ class AutoBudget:
         value = [1.0] * len(nodes)
         for i in range(1, len(nodes)):
             value[i] = value[nodes.parents[i]] * self.model.q(self.model.key(nodes, i))
-        order = sorted(range(1, len(nodes)), key=lambda i: (-value[i], i))
+        order = sorted(range(1, len(nodes)), key=lambda i: (-value[i], i))  # parents first: v falls down a path
+        if self.defer:
+            self.gains = [1.0]
+            for i in order:
+                self.gains.append(self.gains[-1] + value[i])
+            return nodes.reordered([0, *order])
         best_b, best_rate, gain = 1, 1.0 / (self.cost(1) + self.overhead_s), 1.0
         for b, i in enumerate(order, start=2):
             gain += value[i]

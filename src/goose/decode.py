@@ -28,6 +28,9 @@ class Generation:
     # Per token, where it came from: a draft source of the drafter (GOOSE: spine, branch) or "bonus",
     # the target's own token after the accepted path (the prefill's first token too).
     origins: list[str] = field(default_factory=list)
+    # Per token, the top-1 minus top-2 logit of the row that chose it (goose.engine.Verification.margins).
+    margins: list[float] = field(default_factory=list)
+    runners_up: list[int] = field(default_factory=list)  # ... and the token that came second there
 
     @property
     def tau(self) -> float:
@@ -71,7 +74,8 @@ def generate(
     out, done = commit([pre.bonus], max_new_tokens, stop_ids)
     context = list(prompt) + out
     drafter.start(context, pre)
-    gen = Generation(tokens=out, steps=1, wall_s=0.0, origins=[BONUS] * len(out))
+    gen = Generation(tokens=out, steps=1, wall_s=0.0, origins=[BONUS] * len(out), margins=pre.margins[: len(out)],
+                     runners_up=pre.runners_up[: len(out)])
     profile = engine.profile
     while not done:
         t1 = time.perf_counter() if profile else 0.0
@@ -87,12 +91,15 @@ def generate(
         new.append(res.bonus)
         new, done = commit(new, max_new_tokens - len(out), stop_ids)
         gen.origins.extend([*drafter.origins(res.path), BONUS][: len(new)])
+        gen.margins.extend(res.margins[: len(new)])
+        gen.runners_up.extend(res.runners_up[: len(new)])
         out.extend(new)
         context.extend(new)
         t2 = time.perf_counter() if profile else 0.0
         drafter.accepted(res, context)
         if profile:
             gen.draft_s += time.perf_counter() - t2
+    drafter.stop()
     _sync(engine)
     gen.wall_s = time.perf_counter() - t0
     gen.stats = drafter.stats()

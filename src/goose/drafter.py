@@ -139,9 +139,23 @@ class Drafter:
         """After each verify: `result.path` indexes the proposed draft; `context` already holds
         the committed tokens (accepted nodes and the bonus)."""
 
+    def stop(self) -> None:
+        """The request is done: nothing more will be committed (SuffixDecoding files its response)."""
+
     def stats(self) -> dict:
         """Per-prompt counters for the results row (plain numbers or strings)."""
         return {}
+
+    def spawn(self) -> Drafter:
+        """A drafter for another request decoded beside this one (concurrency > 1): the same configuration
+        and fresh per-request state, sharing what is kept across prompts under memory=run and read-only data
+        (`share_with`)."""
+        other = type(self)(self.config)
+        self.share_with(other)
+        return other
+
+    def share_with(self, other: Drafter) -> None:
+        """Hand `other` (a fresh drafter of this class) what the requests in flight share."""
 
     def origins(self, path: list[int]) -> list[str]:
         """Where the accepted nodes `path[1:]` of the draft just verified came from (one source name

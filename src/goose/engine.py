@@ -11,7 +11,7 @@ The engine knows nothing about how a draft was made.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -34,6 +34,9 @@ class Draft:
     parents: list[int]
     visibility: torch.Tensor | None = None
     depths: list[int] | None = None
+    # Optional: gains[k - 1] = the tokens expected if only the first k nodes are verified (a draft ordered
+    # most valuable first, budget=auto in a batch); the batch picks one width from them.
+    gains: list[float] | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -47,7 +50,8 @@ class Draft:
         if n >= len(self):
             return self
         vis = None if self.visibility is None else self.visibility[:n, :n]
-        return Draft(self.tokens[:n], self.parents[:n], vis, None if self.depths is None else self.depths[:n])
+        return Draft(self.tokens[:n], self.parents[:n], vis, None if self.depths is None else self.depths[:n],
+                     None if self.gains is None else self.gains[:n])
 
 
 @dataclass
@@ -69,6 +73,10 @@ class Verification:
     width: int = 1
     forward_s: float = 0.0
     overhead_s: float = 0.0
+    # per committed token (the path's nodes after the root, then the bonus): the top-1 minus top-2 logit of
+    # the row that chose it (perturbed under sampling), what tells a near-tie from a clear choice
+    margins: list[float] = field(default_factory=list)
+    runners_up: list[int] = field(default_factory=list)  # ... and the token that came second there
 
 
 def check_supported(config) -> None:
@@ -189,19 +197,81 @@ def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tens
     return pred.tolist()
 
 
-def greedy_rows(logits: torch.Tensor, topk: int) -> tuple[list[int], torch.Tensor | None, torch.Tensor | None]:
-    """Each row's argmax, plus its top-k (values, ids) when topk > 0.
+def greedy_rows(logits: torch.Tensor, topk: int) -> tuple[list[int], torch.Tensor | None, torch.Tensor | None,
+                                                        torch.Tensor | None]:
+    """Each row's argmax, its top-k (values, ids) when topk > 0, and its two best (values, ids) [T, 2] (None for
+    a single row without top-k: the caller takes the one margin it needs).
 
     A wide argmax is slower on CPU than `topk_rows` with k = 2 and a tie check, so every
     multi-row verification goes through `topk_rows`.
     """
     if topk == 0 and logits.shape[0] == 1:
-        return logits.argmax(-1).tolist(), None, None
+        return logits.argmax(-1).tolist(), None, None, None
     scores, ids = topk_rows(logits.float(), max(topk, 2))
     pred = greedy_from_topk(logits, ids, scores)
+    two = (scores[:, :2], ids[:, :2])
     if topk == 0:
-        return pred, None, None
-    return pred, scores[:, :topk], ids[:, :topk]
+        return pred, None, None, two
+    return pred, scores[:, :topk], ids[:, :topk], two
+
+
+def tree_inputs(draft: Draft, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(visible [T, T] bool: node i may attend node j, depth [T]) of a draft."""
+    if draft.visibility is None:
+        visible = ancestor_matrix(draft.parents, device)
+        return visible, visible.sum(-1) - 1
+    return draft.visibility.to(device), torch.tensor(draft.depths or depths_of(draft.parents), device=device)
+
+
+def choose_token(row: torch.Tensor, position: int, sampler: Sampler | None) -> tuple[int, float, int]:
+    """The token one logits row emits at `position` (argmax, or the sampler's draw), its margin over the
+    runner-up and the runner-up."""
+    if sampler is not None:
+        return sampler.choose(row, position)
+    return top_two(row.float(), int(row.argmax()))
+
+
+def top_two(scores: torch.Tensor, chosen: int) -> tuple[int, float, int]:
+    """(chosen, its score minus the best other one, that other token) of a 1-D row of scores."""
+    values, ids = scores.topk(2)
+    other = int(ids[1]) if int(ids[0]) == chosen else int(ids[0])  # ties: the argmax is the first index
+    return chosen, float(scores[chosen] - scores[other]), other
+
+
+def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0,
+           sampler: Sampler | None = None) -> Verification:
+    """The walk over one draft's verified logits [T, V]: greedy, or with a sampler greedy on the perturbed
+    logits (node i predicts position emitted[i] and uses that position's noise). topk_ids/topk_scores are the
+    unperturbed logits' top-k (what harvesting drafters learn)."""
+    T = len(draft.tokens)
+    res = Verification(path=[0], bonus=0, width=T)
+    if sampler is None:
+        pred, res.topk_scores, res.topk_ids, top2 = greedy_rows(logits, topk)
+        res.path = greedy_walk(draft.parents, draft.tokens, pred)
+        res.bonus = pred[res.path[-1]]
+        if top2 is None:
+            choices = [top_two(logits[0].float(), pred[0])]
+        else:
+            values, ids = top2
+            choices = []
+            for i in res.path:  # the two best of the row, the chosen one first (a tie picks the first index)
+                first = int(ids[i, 0]) == pred[i]
+                choices.append((pred[i], float(values[i, 0] - values[i, 1]), int(ids[i, 1 if first else 0])))
+        res.margins, res.runners_up = [c[1] for c in choices], [c[2] for c in choices]
+        return res
+    if topk:
+        res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
+    picks: dict[int, tuple[int, float]] = {}
+
+    def choose(node: int) -> int:
+        picks[node] = choose_token(logits[node], emitted[node], sampler)
+        return picks[node][0]
+
+    res.path = walk(draft.parents, draft.tokens, choose)
+    res.bonus = picks[res.path[-1]][0]
+    res.margins, res.runners_up = [picks[i][1] for i in res.path], [picks[i][2] for i in res.path]
+    sampler.forget_through(emitted[res.path[-1]] - 1)  # the next root sits at the bonus's position
+    return res
 
 
 def _sync(device: torch.device) -> None:
@@ -251,8 +321,8 @@ class Engine:
         self.cache = new_cache(self.model.config, self.max_positions)
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
-        bonus = sampler.pick(logits[-1], len(prompt)) if sampler else int(logits[-1].argmax())
-        res = Verification(path=[0], bonus=bonus, width=len(prompt))
+        bonus, margin, other = choose_token(logits[-1], len(prompt), sampler)
+        res = Verification(path=[0], bonus=bonus, width=len(prompt), margins=[margin], runners_up=[other])
         if topk:
             res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
         return res
@@ -268,12 +338,7 @@ class Engine:
             draft = draft.prefix(self.max_positions - P)  # the nodes that still fit in the context
         T = len(draft.tokens)
         dev = self.device
-        if draft.visibility is None:
-            visible = ancestor_matrix(draft.parents, dev)
-            depth = visible.sum(-1) - 1
-        else:
-            visible = draft.visibility.to(dev)
-            depth = torch.tensor(draft.depths or depths_of(draft.parents), device=dev)
+        visible, depth = tree_inputs(draft, dev)
         mask = torch.zeros(1, 1, T, P + T, dtype=self.dtype, device=dev)
         mask[0, 0, :, P:].masked_fill_(~visible, self.mask_min)
         ids = torch.tensor([draft.tokens], device=dev)
@@ -285,24 +350,7 @@ class Engine:
         if self.profile:
             _sync(dev)
             t2 = time.perf_counter()
-        res = Verification(path=[0], bonus=0, width=T)
-        if sampler is None:
-            pred, res.topk_scores, res.topk_ids = greedy_rows(logits, topk)
-            res.path = greedy_walk(draft.parents, draft.tokens, pred)
-            res.bonus = pred[res.path[-1]]
-        else:
-            if topk:
-                res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
-            emitted = (pos[0] + 1).tolist()
-            picks: dict[int, int] = {}
-
-            def choose(node: int) -> int:
-                picks[node] = sampler.pick(logits[node], emitted[node])
-                return picks[node]
-
-            res.path = walk(draft.parents, draft.tokens, choose)
-            res.bonus = picks[res.path[-1]]
-            sampler.forget_through(emitted[res.path[-1]] - 1)  # the next root sits at the bonus's position
+        res = decide(draft, logits, (pos[0] + 1).tolist(), topk, sampler)
         self._compact(P, T, res.path)
         if self.profile:
             _sync(dev)

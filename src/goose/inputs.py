@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from goose.benchmarks import STRATIFIED, Prompt, load_prompts, read_text_file
+from goose.benchmarks import Prompt, load_benchmark, read_text_file
 from goose.errors import GooseError
 from goose.fingerprints import prompt_fingerprint
 
@@ -28,9 +28,8 @@ def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> li
 def benchmark_prompts(spec) -> tuple[list[Prompt], list[Prompt]]:
     """(every prompt of the spec's benchmark, the ones this run decodes: `n_prompts` of them, per
     category where the benchmark is stratified)."""
-    b = spec.benchmark
-    every = load_prompts(b.name, spec.data_dir, b.path, b.turns)
-    return every, select(every, spec.n_prompts, b.name in STRATIFIED)
+    every = load_benchmark(spec.benchmark, spec.data_dir)
+    return every, select(every, spec.n_prompts, spec.benchmark.stratified)
 
 
 @dataclass(frozen=True)

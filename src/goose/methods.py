@@ -117,10 +117,12 @@ def make_drafter(method: MethodSpec, budget: Budget) -> Drafter:
     return drafter
 
 
-def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str, cost=None) -> Drafter:
+def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str, cost=None,
+                    defer: bool = False) -> Drafter:
     """Arm a drafter for a loaded model: the tokenizer for drafters bound to one (REST's datastore: checked,
     or built on first use), and under budget=auto the pruner over the cost curve (`cost()`, measured or
-    read once). The one place drafters are armed (runner, API, bench)."""
+    read once; `defer`: in a batch, which picks one width for all its requests). The one place drafters are
+    armed (runner, API, bench)."""
     from goose.budget import AutoBudget
 
     if drafter.capabilities.tokenizer_bound:
@@ -130,7 +132,7 @@ def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str
             raise GooseError(f"method '{drafter.name}' does not support budget=auto (it cannot prune its drafts); "
                              "give a number of nodes, e.g. budget=60.")
         if cost is not None:
-            drafter.enable_auto_budget(AutoBudget(cost()))
+            drafter.enable_auto_budget(AutoBudget(cost(), defer=defer))
     return drafter
 
 

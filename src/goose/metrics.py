@@ -73,4 +73,7 @@ def summarize(rows: list[dict]) -> dict:
         "speedup_prompts": len(timed),
         "speedup_stale": sum(speedup_stale(r) is True for r in rows),
         "lossless": sum(_true(r["lossless"]) for r in rows),
+        # the rows that differ from AR, by cause (goose.equality): a near-tie swapped, or anything else
+        "numerics": sum(str(r.get("equality")) == "numerics" for r in rows),
+        "diverged": sum(not _true(r["lossless"]) and str(r.get("equality")) != "numerics" for r in rows),
     }

@@ -73,13 +73,15 @@ def print_summary(s: dict, path: Path) -> None:
     else:
         speed = f"speedup vs AR not measured (speedup_reference={s['speedup_reference']})"
     stale = f", {s['speedup_stale']} stale timing(s) left out" if s["speedup_stale"] else ""
+    kinds = (f" ({s['numerics']} numerics: a near-tie swapped; {s['diverged']} diverged)"
+             if s["numerics"] or s["diverged"] else "")
     print(
         f"\n{s['method']} on {s['benchmark']} ({s['model']}, B={s['budget']}, memory={s['memory']}): "
         f"{s['prompts']} prompts, "
         f"{s['new_tokens']} tokens\n"
         f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
         f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}\n"
-        f"  lossless {s['lossless']}/{s['prompts']}\n"
+        f"  lossless {s['lossless']}/{s['prompts']}{kinds}\n"
         f"  rows: {path}",
         flush=True,
     )

@@ -48,12 +48,24 @@ COLUMNS: tuple[Column, ...] = (
     _c("tokens_per_s", "float", "new_tokens / wall_s"),
     _c("lossless", "bool", "the tokens equal AR's (greedy, or AR sampling with the same seed)"),
     _c("first_divergence", "int", "index of the first token that differs from AR's, -1 when lossless"),
+    _c("equality", "text", "exact | numerics (a near-tie swapped, within the dtype's tolerance) | diverged "
+       "(goose.equality)"),
+    _c("margin_at_divergence", "float", "this run's top-1 minus top-2 logit at the first differing token"),
+    _c("ar_margin_at_divergence", "float", "AR's margin there"),
+    _c("equality_tolerance", "float", "the dtype's tolerance the margins were held to"),
     _c("capped_at", "int", "the new-token limit where the model's context ends before max_new_tokens; blank else"),
     _c("speedup", "float", "ar_wall_s / wall_s; blank without an AR timing"),
     _c("speedup_source", "text", "interleaved | cached | self (the row is AR) | none"),
     _c("speedup_stale", "bool", "the AR timing was taken under other conditions: left out of every speedup"),
     _c("ar_wall_s", "float", "the AR timing the speedup divides by"),
     _c("ar_tokens_per_s", "float", "AR's tokens per second in that timing"),
+    _c("admitted_s", "float", "concurrency > 1: when the request was admitted, seconds from its batch's start"),
+    _c("first_token_s", "float", "... when its first token was there"),
+    _c("done_s", "float", "... when it was done"),
+    _c("pass_wall_s", "float", "concurrency > 1: the wall time of the batch (pass) the request ran in; wall_s is the "
+       "request's share of it by tokens, so pooled speedups are the passes' throughput ratios"),
+    _c("pass_tokens", "int", "the tokens that batch generated"),
+    _c("ar_pass_wall_s", "float", "batched AR's wall time over the same requests at the same concurrency"),
     _c("mean_width", "float", "nodes per verification, the root included"),
     _c("max_width", "int", "the widest verification"),
     _c("config_hash", "text", "the configuration's key: every setting that changes a row, and what it points at"),
@@ -112,10 +124,13 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict
     """One turn's row (see the module docstring for its parts): `turn` is a goose.inputs.Turn, `m` the
     goose.timing.Measured of its generation, `room` its new-token limit."""
     from goose.drafter import memory_default
-    from goose.metrics import first_divergence, speedup_stale
+    from goose.equality import EXACT, classify
+    from goose.metrics import speedup_stale
 
-    gen, ar = m.gen, m.ar_timing
-    div = first_divergence(gen.tokens, m.ar_tokens)
+    gen, ar, ref = m.gen, m.ar_timing, m.reference or {}
+    verdict = classify(gen.tokens, gen.margins, gen.runners_up, ref.get("tokens") or [], ref.get("margins"),
+                       ref.get("runners_up"), spec.torch_dtype)
+    div = None if verdict.kind == EXACT else verdict.index
     cond = ident.conditions
     measured = {
         "model": ident.model.label,
@@ -134,12 +149,15 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict
         "tokens_per_s": _round(gen.tokens_per_s, 4),
         "lossless": div is None,
         "first_divergence": -1 if div is None else div,
+        **verdict.columns(),
         "capped_at": room if room < spec.max_new_tokens else "",
         "speedup": _round(ar["wall_s"] / gen.wall_s, 4) if ar and gen.wall_s > 0 else "",
         "speedup_source": m.source,
         "speedup_stale": "",
         "ar_wall_s": _round(ar["wall_s"], 6) if ar else "",
         "ar_tokens_per_s": _round(ar["tokens_per_s"], 4) if ar else "",
+        **{k: _round(getattr(gen, k, ""), 6) for k in ("admitted_s", "first_token_s", "done_s")},
+        **{k: m.batch.get(k, "") if m.batch else "" for k in ("pass_wall_s", "pass_tokens", "ar_pass_wall_s")},
         "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
         "max_width": max(gen.widths, default=1),
         "config_hash": ident.config_hash,

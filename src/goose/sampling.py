@@ -141,6 +141,13 @@ class Sampler:
         return filter_logits(logits, s.temperature, s.top_k, s.top_p) + self.noise(position, logits.shape[-1],
                                                                                   logits.device)
 
+    def choose(self, logits: torch.Tensor, position: int) -> tuple[int, float, int]:
+        """The token emitted at `position`, from the 1-D logits row that predicts it, the margin of its
+        perturbed score over the runner-up, and the runner-up."""
+        from goose.engine import top_two
+
+        scores = self.perturbed(logits, position)
+        return top_two(scores, int(scores.argmax()))
+
     def pick(self, logits: torch.Tensor, position: int) -> int:
-        """The token emitted at `position`, from the 1-D logits row that predicts it."""
-        return int(self.perturbed(logits, position).argmax())
+        return self.choose(logits, position)[0]

@@ -37,8 +37,10 @@ class BenchmarkSpec:
     """A conf/benchmark config."""
 
     name: str
+    loader: dict | None = None  # {_target_: a function (spec, data) -> prompts}: goose.benchmarks
     path: str | None = None  # jsonl: the prompts file
     turns: int | None = None  # mt_bench, spec_bench: 1 = first turns, 2 = both
+    stratified: bool = False  # n_prompts=N takes the first N of each category (Spec-Bench)
     paper_max_new_tokens: int | None = None  # the paper's token limit (experiments' paper profiles use it)
 
     def hashed(self) -> dict:

@@ -165,6 +165,9 @@ class RunSpec:
     seed: int = setting(anything, hashed=sampling_only, reference=sampling_only, splits="sampling", kind="int")
     trial: int = setting(whole("trial", 1, "which full pass over the prompts this run is"), reference=True,
                          folder=lambda s: f"trial{s.trial}" if s.trial != 1 else "", kind="int")
+    concurrency: int = setting(whole("concurrency", 1, "requests in flight, verified in one forward"),
+                               hashed=lambda s: s.concurrency != 1, kind="int",
+                               folder=lambda s: f"c{s.concurrency}" if s.concurrency != 1 else "")
     repeats: int = setting(whole("repeats", 1, "timed generations per prompt"), splits="method", kind="int")
     warmup: int = setting(whole("warmup", 0, "untimed generations first"), hashed=False, kind="int")
     speedup_reference: str = setting(one_of("speedup_reference", ("interleaved", "cached", "none")),
@@ -271,6 +274,9 @@ class RunSpec:
         check_turns(benchmark.turns)
         if values["prompt"] is not None and values["prompt_file"] is not None:
             raise GooseError("give prompt=... or prompt_file=..., not both.")
+        if values["concurrency"] > 1 and values["speedup_reference"] == "cached":
+            raise GooseError("speedup_reference=cached reuses AR timings of one request at a time; at concurrency > 1 "
+                             "batched AR is timed beside the method's batch (interleaved) or not at all (none).")
         from goose.methods import resolve_method
 
         method = resolve_method(plain.get("method"), values["budget"], values["memory"])
@@ -322,7 +328,7 @@ def unknown_override(argv: list[str]) -> str | None:
         if arg.startswith("-") or "=" not in arg:
             continue
         key = arg.split("=", 1)[0].lstrip("+~")
-        top = key.split(".")[0].split("@")[0]
+        top = key.replace("/", ".").split(".")[0].split("@")[0]
         if top and top not in top_keys and top not in GROUPS:
             return f"unknown setting '{key}'{close_match(top, [*top_keys, *GROUPS])}: python run.py --help lists them."
     return None

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from goose.context_match import ContextMatcher, Match, confidence
-from goose.drafter import Capabilities, budget_setting, check_memory, memory_setting
+from goose.drafter import budget_setting, check_memory, memory_setting
 from goose.engine import Draft, ancestor_matrix
 from goose.errors import GooseError
-from goose.tree import AdjacencyHarvester, Source, TreeDrafter, TreeNodes
+from goose.tree import Source, TreeDrafter, TreeNodes
 
 SPINE = Source("spine")  # context-matched chain; score: its confidence
 BRANCH = Source("branch", scored=True)  # adjacency guess; score: the target's probability
@@ -70,13 +70,6 @@ def check(ok: bool, message: str) -> None:
         raise GooseError(f"goose: {message}.")
 
 
-def successors(table, prev: int | None, token: int, min_score: float):
-    row = table.lookup(prev, token)
-    if row is None:
-        return []
-    return [(t, s) for t, s in zip(*row) if s >= min_score]
-
-
 def build_spine_tree(
     root: int, root_prev: int | None, spine: list[int], budget: int, table, p: GooseConfig, confidence: float = 1.0
 ) -> TreeNodes:
@@ -98,7 +91,7 @@ def build_spine_tree(
 
     def hang(parent: int, parent_prev: int | None, skip: int | None, limit: int) -> int:
         added = 0
-        for t, s in successors(table, parent_prev, nodes.tokens[parent], p.min_score):
+        for t, s in table.successors(parent_prev, nodes.tokens[parent], p.min_score):
             if added >= limit:
                 break
             if t == skip or nodes.has_child(parent, t):
@@ -126,7 +119,7 @@ def build_spine_tree(
             continue
         succ = [
             (t, s)
-            for t, s in successors(table, nodes.tokens[nodes.parents[v]], nodes.tokens[v], p.min_score)
+            for t, s in table.successors(nodes.tokens[nodes.parents[v]], nodes.tokens[v], p.min_score)
             if not nodes.has_child(v, t)
         ]
         if not succ:
@@ -154,9 +147,7 @@ class GooseDrafter(TreeDrafter):
     def __init__(self, config: GooseConfig | None = None, **overrides):
         super().__init__(config, **overrides)
         p = self.config
-        self.capabilities = Capabilities(topk=p.k, harvest_prefill=p.prefill_harvest, auto_budget=True, trace=True,
-                                         memory=p.memory == "run")
-        self.harvester = AdjacencyHarvester(p.k, p.bigram, keep=p.memory == "run")
+        self.use_adjacency(p.k, p.bigram, p.prefill_harvest, p.memory)
         self.matcher = ContextMatcher(p.ngram_sizes, p.max_chain)
         self.ema = p.ema_init
         self.route = "ar"
@@ -226,7 +217,7 @@ class GooseDrafter(TreeDrafter):
         if len(self.proposed) < 2:
             self.route = "ar"
         if not p.spine_continuation and self.route == "spine_tree":
-            return no_continuation_draft(self.proposed)
+            return no_continuation_draft(self.proposed, draft.gains)
         return draft
 
     def accepted(self, result, context) -> None:
@@ -268,7 +259,7 @@ class SpineOnlyDrafter(GooseDrafter):
     def __init__(self, config: GooseConfig | None = None, **overrides):
         super().__init__(config, **overrides)
         check(self.config.context_spine, "spine-only needs context_spine=true (there is nothing else to draft)")
-        self.capabilities = Capabilities(auto_budget=True, trace=True)  # no top-k to harvest, nothing kept
+        self.capabilities = TreeDrafter.capabilities  # no top-k to harvest, nothing kept
         self.harvester = None
 
     def propose(self, context: list[int]) -> Draft:
@@ -286,7 +277,7 @@ class SpineOnlyDrafter(GooseDrafter):
         return draft
 
 
-def no_continuation_draft(nodes: TreeNodes) -> Draft:
+def no_continuation_draft(nodes: TreeNodes, gains: list[float] | None = None) -> Draft:
     """Ablation: branches off spine nodes stay in the forward but the walk cannot enter them, so
     the walk stops where the spine breaks."""
     walk_parents = list(nodes.parents)
@@ -295,4 +286,4 @@ def no_continuation_draft(nodes: TreeNodes) -> Draft:
         if nodes.source[i] == BRANCH and par > 0 and nodes.source[par] == SPINE:
             walk_parents[i] = -1
     visible = ancestor_matrix(nodes.parents, torch.device("cpu"))
-    return Draft(nodes.tokens, walk_parents, visibility=visible, depths=nodes.depth)
+    return Draft(nodes.tokens, walk_parents, visibility=visible, depths=nodes.depth, gains=gains)

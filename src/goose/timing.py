@@ -60,13 +60,20 @@ def stamp(gen: Generation, repeats: int, cond: dict) -> dict:
             "pid": os.getpid(), **cond}
 
 
+def reference_entry(gen: Generation) -> dict:
+    """What the reference store keeps of AR's generation: its tokens and, per token, the margin of the row that
+    chose it and the runner-up there (what tells a numerics difference from a bug, goose.equality)."""
+    return {"tokens": gen.tokens, "margins": [round(m, 7) for m in gen.margins], "runners_up": gen.runners_up}
+
+
 @dataclass
 class Measured:
     gen: Generation  # the method's generation (the last repeat's tokens and stats, mean wall time)
-    ar_tokens: list[int] | None  # AR's greedy tokens (from this run or the reference store)
+    reference: dict | None  # AR's tokens, margins and runners-up (from this run or the reference store)
     ar_timing: dict | None  # the AR timing the speedup divides by
     source: str  # interleaved | cached | self | none
     key: str  # the reference key both were stored under
+    batch: dict | None = None  # concurrency > 1: pass_wall_s, pass_tokens, ar_pass_wall_s
 
 
 class Timer:
@@ -105,8 +112,8 @@ class Timer:
     def _store(self, key: str, ar: Generation) -> dict:
         timing = stamp(ar, self.repeats, self.cond)
         self.timings.add(key, timing)
-        if (self.refs.get(key) or {}).get("tokens") != ar.tokens:
-            self.refs.put(key, {"tokens": ar.tokens})
+        if self.refs.get(key) != reference_entry(ar):
+            self.refs.put(key, reference_entry(ar))
         return timing
 
     def _cached_timing(self, key: str) -> dict | None:
@@ -120,7 +127,7 @@ class Timer:
         or fewer where the model's context ends first: the same for AR, and in `key`)."""
         if autoregressive(drafter):
             gen = self._repeated(ids, drafter, n)
-            return Measured(gen, gen.tokens, self._store(key, gen), "self", key)
+            return Measured(gen, reference_entry(gen), self._store(key, gen), "self", key)
         method = self._method(ids, drafter, n)
         if self.mode == "interleaved":
             ars, gens = [], []
@@ -132,22 +139,21 @@ class Timer:
                     gens.append(method())
                     ars.append(self._gen(ids, self.ar, n))
             ar = combine(ars)
-            return Measured(combine(gens), ar.tokens, self._store(key, ar), "interleaved", key)
+            return Measured(combine(gens), reference_entry(ar), self._store(key, ar), "interleaved", key)
         if self.mode == "cached":
             timing = self._cached_timing(key)
             ref = self.refs.get(key)
             if timing is None or ref is None:
                 ar = self._repeated(ids, self.ar, n)
-                timing, ref = self._store(key, ar), {"tokens": ar.tokens}
+                timing, ref = self._store(key, ar), reference_entry(ar)
             gen = combine([method() for _ in range(self.repeats)])
-            return Measured(gen, ref["tokens"], timing, "cached", key)
+            return Measured(gen, ref, timing, "cached", key)
         ref = self.refs.get(key)
         if ref is None:  # tau needs no timing, but losslessness needs AR's tokens
-            ar = self._gen(ids, self.ar, n)
-            self.refs.put(key, {"tokens": ar.tokens})
-            ref = {"tokens": ar.tokens}
+            ref = reference_entry(self._gen(ids, self.ar, n))
+            self.refs.put(key, ref)
         gen = combine([method() for _ in range(self.repeats)])
-        return Measured(gen, ref["tokens"], None, "none", key)
+        return Measured(gen, ref, None, "none", key)
 
 
 class GumbelNoise:
@@ -181,7 +187,19 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
         pad_token_id=sorted(stops)[0] if stops else 0,
         **extra,
     )
-    return out[0, len(ids) :].tolist()
+    return out if extra.get("return_dict_in_generate") else out[0, len(ids) :].tolist()
+
+
+def hf_reference(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
+                 sampling: Sampling | None = None) -> dict:
+    """Hugging Face greedy `generate` (on our perturbed logits when sampling) as a reference entry: its tokens
+    and, from the scores it chose them by, each token's margin and runner-up."""
+    from goose.engine import top_two
+
+    out = hf_greedy(model, ids, max_new_tokens, stops, sampling, output_scores=True, return_dict_in_generate=True)
+    tokens = out.sequences[0, len(ids):].tolist()
+    choices = [top_two(s[0].float(), t) for s, t in zip(out.scores, tokens)]
+    return {"tokens": tokens, "margins": [round(c[1], 7) for c in choices], "runners_up": [c[2] for c in choices]}
 
 
 def reference_key(spec, ident: RunIdentity, ids: list[int], stops: frozenset[int], env: dict, n: int) -> str:

@@ -4,11 +4,12 @@ an adjacency harvester, and `TreeDrafter`, which wires them to the drafter contr
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
 from goose.adjacency import AdjacencyTable
-from goose.drafter import Drafter
+from goose.drafter import Capabilities, Drafter
 from goose.engine import Draft, Verification
 
 DEEP = 7  # acceptance by depth is kept for depths 1..6 and pooled beyond
@@ -60,13 +61,18 @@ class TreeNodes:
     def draft(self) -> Draft:
         return Draft(self.tokens, self.parents)
 
-    def subset(self, keep: list[int]) -> TreeNodes:
-        """The nodes `keep` (ascending, root first, closed under ancestors), re-indexed."""
+    def reordered(self, order: list[int]) -> TreeNodes:
+        """The nodes of `order` (root first, every parent before its children, closed under ancestors), in that
+        order, re-indexed."""
         out = TreeNodes(self.tokens[0], self.root_prev)
         where = {0: 0}
-        for i in keep[1:]:
+        for i in order[1:]:
             where[i] = out.add(where[self.parents[i]], self.tokens[i], self.source[i], self.score[i])
         return out
+
+    def subset(self, keep: list[int]) -> TreeNodes:
+        """The nodes `keep` (ascending, root first, closed under ancestors), re-indexed."""
+        return self.reordered(keep)
 
 
 class SourceStats:
@@ -156,6 +162,7 @@ class TreeDrafter(Drafter):
     """
 
     sources: tuple[Source, ...] = ()
+    capabilities = Capabilities(auto_budget=True, trace=True)  # every tree can be pruned and traced
 
     def __init__(self, config=None, **overrides):
         super().__init__(config, **overrides)
@@ -164,6 +171,14 @@ class TreeDrafter(Drafter):
         self.proposed: TreeNodes | None = None  # the tree of the draft being verified
         self.trace: list[dict] | None = None
         self.harvester: AdjacencyHarvester | None = None
+
+    def use_adjacency(self, k: int, bigram: bool, prefill_harvest: bool, memory: str) -> None:
+        """Feed an adjacency table (top-k of every verified node, and of the prompt at prefill when
+        `prefill_harvest`), kept across prompts under memory=run; the capabilities say so."""
+        keep = memory == "run"
+        self.capabilities = dataclasses.replace(self.capabilities, topk=k, harvest_prefill=prefill_harvest,
+                                                memory=keep)
+        self.harvester = AdjacencyHarvester(k, bigram, keep=keep)
 
     def enable_auto_budget(self, auto) -> None:
         if not self.capabilities.auto_budget:
@@ -184,7 +199,10 @@ class TreeDrafter(Drafter):
         if self.auto is not None:
             nodes = self.auto.prune(nodes)
         self.proposed = nodes
-        return nodes.draft()
+        draft = nodes.draft()
+        if self.auto is not None and self.auto.defer:
+            draft.gains = self.auto.gains
+        return draft
 
     def start(self, context: list[int], prefill: Verification) -> None:
         if self.harvester is not None:
@@ -198,8 +216,10 @@ class TreeDrafter(Drafter):
             self.trace = []
 
     def accepted(self, result: Verification, context: list[int]) -> None:
-        if result.width < len(self.proposed):  # the context ended: only a prefix of the tree was verified
+        if result.width < len(self.proposed):  # the context ended, or a batch's width: a prefix was verified
             self.proposed = self.proposed.subset(list(range(result.width)))
+        if self.auto is not None and self.auto.defer:
+            self.auto.chosen.append(result.width)
         nodes = self.proposed
         if self.harvester is not None:
             self.harvester.harvest(nodes, result)
@@ -209,6 +229,14 @@ class TreeDrafter(Drafter):
         extra = self.step_info(nodes, result.path)
         if self.trace is not None:
             self.trace.append({**self.counters.step(nodes, result.path), **extra})
+
+    def share_with(self, other: Drafter) -> None:
+        if self.harvester is not None and self.harvester.keep:  # memory=run: one table for every request
+            other.harvester = self.harvester
+        if self.auto is not None:
+            other.enable_auto_budget(self.auto.spawn())
+        if self.trace is not None:
+            other.enable_trace()
 
     def save_memory(self):
         return self.harvester.save() if self.harvester is not None and self.harvester.keep else None

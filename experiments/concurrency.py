@@ -1,0 +1,157 @@
+"""Does speculation still pay when many requests share a forward? `python experiments/bench.py --concurrency 1 4
+16 --methods ar pld goose@auto`: at each concurrency every method decodes all the prompts, that many at a time
+(continuous batching: a finished request's row takes the next prompt), the methods taking turns, `--repeats`
+times. Per method and concurrency: aggregate tokens/s (the batch's tokens over its wall time), time per output
+token of the requests (p50, p95), tau, x batched AR at the same concurrency (the ratio within each repeat, then
+the median), and every request against unbatched AR: exact, numerics (a near-tie swapped; goose.equality) or
+diverged. At concurrency 1 the batch engine is also compared with the single-request engine (AR alone).
+
+budget=auto at concurrency 1 prunes each draft as it does alone (the cost curve); above, the batch picks one
+width per step from the cost surface cost(requests, width) (goose.cost_surface), measured once and cached.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from goose.batch_decode import Request, decode_batch
+from goose.batch_engine import BatchEngine
+from goose.cost_surface import cost_surface
+from goose.decode import generate
+from goose.drafter import Drafter
+from goose.equality import EXACT, NUMERICS, classify
+
+
+@dataclass
+class Cell:
+    """One method at one concurrency, over every repeat."""
+
+    method: str
+    concurrency: int
+    tokens_per_s: list[float] = field(default_factory=list)  # per repeat
+    x_ar: list[float] = field(default_factory=list)  # per repeat: tokens/s over batched AR's in the same repeat
+    tpot_ms: list[float] = field(default_factory=list)  # per request of every repeat
+    tokens: int = 0  # first repeat
+    steps: int = 0
+    exact: int = 0
+    numerics: int = 0
+    diverged: int = 0
+    margins: list[tuple[float | None, float | None]] = field(default_factory=list)  # of the differing ones
+    widths: list[int] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        tp = sorted(self.tpot_ms)
+        pct = (lambda q: tp[min(len(tp) - 1, int(q * len(tp)))] if tp else float("nan"))  # noqa: E731
+        return {"method": self.method, "concurrency": self.concurrency,
+                "tokens_per_s": statistics.median(self.tokens_per_s), "tokens_per_s_min": min(self.tokens_per_s),
+                "tokens_per_s_max": max(self.tokens_per_s), "x_ar": statistics.median(self.x_ar),
+                "tpot_p50_ms": pct(0.5), "tpot_p95_ms": pct(0.95), "tau": self.tokens / self.steps,
+                "mean_width": statistics.fmean(self.widths) if self.widths else 1.0,
+                "exact": self.exact, "numerics": self.numerics, "diverged": self.diverged,
+                "margins": self.margins}
+
+
+def _tpot(g) -> float | None:
+    return (g.done_s - g.first_token_s) / (len(g.tokens) - 1) * 1e3 if len(g.tokens) > 1 else None
+
+
+def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, device, dtype, sampling) -> list[dict]:
+    """Every method of `built` ({label: (drafter, budget)}) at every --concurrency; prints the tables, returns
+    one summary per cell (and --json writes them)."""
+    from goose.engine import Engine
+    from goose.methods import prepare_drafter
+
+    N, levels = args.max_new_tokens, sorted(set(args.concurrency))
+    single = Engine(model)
+    print(f"unbatched AR references of {len(prompts)} prompts ...", flush=True)
+    refs = [generate(single, ids, Drafter(), N, stops, sampling) for _, ids in prompts]
+    ar_alone = sum(len(r.tokens) for r in refs) / sum(r.wall_s for r in refs)
+    batch = BatchEngine(model, max(levels))
+    surface = cost_surface(batch, identity, device, dtype, max(levels)) if any(b.auto for _, b in built.values()) \
+        else None
+    names = ["ar", *(k for k in built if k != "ar")]
+    cells: dict[tuple[str, int], Cell] = {}
+    for c in levels:
+        engine = BatchEngine(model, c)
+        templates = {"ar": Drafter()}
+        for name, (d, b) in built.items():
+            d = d.spawn()  # a fresh one per concurrency: nothing learned at another carries over
+            if c == 1:  # as alone: budget=auto prunes each draft on the cost curve
+                templates[name] = prepare_drafter(d, b, tok, args.model, cost_at_one)
+            else:  # the batch picks one width per step from the cost surface
+                templates[name] = prepare_drafter(d, b, tok, args.model, lambda: surface.curve(1), defer=True)
+        initial = {n: d.save_memory() if d.capabilities.memory else None for n, d in templates.items()}
+        decode_batch(engine, [Request(ids, Drafter(), 8) for _, ids in prompts[:c]], stops, sampling)  # warm-up
+        for rep in range(args.repeats):
+            k = rep % len(names)
+            walls = {}
+            for name in names[k:] + names[:k]:
+                t = templates[name]
+                if initial[name] is not None:
+                    t.restore_memory(initial[name])
+                reqs = [Request(ids, t.spawn(), N) for _, ids in prompts]
+                gens, wall = decode_batch(engine, reqs, stops, sampling, surface if c > 1 else None)
+                walls[name] = (sum(len(g.tokens) for g in gens), wall)
+                cell = cells.setdefault((name, c), Cell(name, c))
+                cell.tpot_ms += [x for x in map(_tpot, gens) if x is not None]
+                if rep == 0:
+                    for g, ref in zip(gens, refs):
+                        v = classify(g.tokens, g.margins, g.runners_up, ref.tokens, ref.margins, ref.runners_up,
+                                     dtype)
+                        cell.exact += v.kind == EXACT
+                        cell.numerics += v.kind == NUMERICS
+                        cell.diverged += v.kind not in (EXACT, NUMERICS)
+                        if v.kind != EXACT:
+                            cell.margins.append((v.margin, v.ar_margin))
+                        cell.tokens += len(g.tokens)
+                        cell.steps += g.steps
+                        cell.widths += g.widths
+            ar_tps = walls["ar"][0] / walls["ar"][1]
+            for name, (n_tok, wall) in walls.items():
+                cells[(name, c)].tokens_per_s.append(n_tok / wall)
+                cells[(name, c)].x_ar.append(n_tok / wall / ar_tps)
+            print(f"  concurrency {c}: repeat {rep + 1} done", flush=True)
+        print(flush=True)
+    out = [cell.summary() for cell in cells.values()]
+    report(out, levels, names, len(prompts), ar_alone)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": args.model, "prompts": len(prompts),
+                       "max_new_tokens": N, "repeats": args.repeats, "dtype": str(dtype).replace("torch.", ""),
+                       "device": str(device), "ar_alone_single_engine_tokens_per_s": ar_alone, "cells": out},
+                      f, indent=1)
+        print(f"wrote {args.json}")
+    return out
+
+
+def report(out: list[dict], levels: list[int], names: list[str], n: int, ar_alone: float) -> None:
+    by = {(r["method"], r["concurrency"]): r for r in out}
+    print(f"| method | concurrency | tokens/s (median, min-max) | x AR (same concurrency) | TPOT p50 / p95 (ms) | tau "
+          f"| nodes/verify | exact / numerics / diverged (of {n}) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in levels:
+        for m in names:
+            r = by[(m, c)]
+            print(f"| {m} | {c} | {r['tokens_per_s']:.1f} ({r['tokens_per_s_min']:.1f}-{r['tokens_per_s_max']:.1f}) | "
+                  f"{r['x_ar']:.2f} | {r['tpot_p50_ms']:.0f} / {r['tpot_p95_ms']:.0f} | {r['tau']:.2f} | "
+                  f"{r['mean_width']:.1f} | {r['exact']} / {r['numerics']} / {r['diverged']} |")
+    print("\nx batched AR at the same concurrency (AR = 1):")
+    print("| method | " + " | ".join(f"c={c}" for c in levels) + " |\n|---|" + "---|" * len(levels))
+    for m in names:
+        print(f"| {m} | " + " | ".join(f"{by[(m, c)]['x_ar']:.2f}" for c in levels) + " |")
+    ar1 = by[("ar", levels[0])]["tokens_per_s"]
+    print("\nbatched AR's aggregate tokens/s over AR at concurrency " + f"{levels[0]}: "
+          + ", ".join(f"c={c} {by[('ar', c)]['tokens_per_s'] / ar1:.2f}x" for c in levels))
+    if 1 in levels:
+        print(f"at concurrency 1 the batch engine's AR runs at {by[('ar', 1)]['tokens_per_s']:.1f} tokens/s, the "
+              f"single-request engine's at {ar_alone:.1f} ({by[('ar', 1)]['tokens_per_s'] / ar_alone:.2f}x)")
+    differing = [(r["method"], r["concurrency"], m) for r in out for m in r["margins"]]
+    if differing:
+        print("\nrequests that differ from unbatched AR (method, concurrency, margin here, AR's margin):")
+        for method, c, (mine, ar) in differing:
+            print(f"  {method} c={c}: {mine} vs {ar}")
+
+

@@ -1,0 +1,215 @@
+"""Many requests in one forward: the engine of goose.engine over a batch of rows, each a request with its own
+KV cache contents, positions and tree.
+
+Cache layout (padded): every layer keeps keys and values in one buffer [rows, heads, capacity, dim]. Row r's
+committed entries are positions 0 .. L_r - 1 of its row (L_r: its context but the root). A forward over the
+n active rows writes each row's T nodes (its draft padded to the widest) at the same slots E .. E + T - 1,
+E = max L_r, and the mask lets row r's nodes see its slots 0 .. L_r - 1 and its own visible nodes only: the
+slots between L_r and E (left by shorter rows) and every padding node stay hidden, and a padding node sees
+itself alone. Position ids are L_r + depth, so slot numbers never reach the model. After the walk each row's
+accepted nodes move to L_r .. L_r + k - 1 of its own row (one gather per layer for all rows), and E becomes
+the new max L_r. A newcomer is prefilled alone into a row of its own; a finished request's row is taken by
+the last active one, so the active rows are always 0 .. n - 1 and a forward never carries an idle row.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+from goose.engine import Draft, Verification, _sync, check_supported, decide, tree_inputs
+from goose.errors import GooseError
+from goose.kv_cache import CHUNK, new_cache
+from goose.sampling import Sampler
+
+
+class BatchLayer(DynamicLayer):
+    """One layer's cache of `rows` requests; a forward writes its n rows' entries at slot `end`."""
+
+    def __init__(self, rows: int):
+        super().__init__()
+        self.rows = rows
+        self.end = 0  # E: where the next forward's entries go, for every row
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.device = key_states.device
+        self.is_initialized = True
+
+    def reserve(self, need: int, like_k: torch.Tensor, like_v: torch.Tensor) -> None:
+        """Room for `need` slots per row, growing by whole chunks (and at least doubling)."""
+        if self._k is not None and need <= self._k.shape[-2]:
+            return
+        old = 0 if self._k is None else self._k.shape[-2]
+        cap = -(-max(need, 2 * old, CHUNK) // CHUNK) * CHUNK
+        k = like_k.new_zeros(self.rows, like_k.shape[1], cap, like_k.shape[-1])
+        v = like_v.new_zeros(self.rows, like_v.shape[1], cap, like_v.shape[-1])
+        if old:
+            k[..., :old, :].copy_(self._k)
+            v[..., :old, :].copy_(self._v)
+        self._k, self._v = k, v
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n, t = key_states.shape[0], key_states.shape[-2]
+        self.reserve(self.end + t, key_states, value_states)
+        self._k[:n, :, self.end : self.end + t].copy_(key_states)
+        self._v[:n, :, self.end : self.end + t].copy_(value_states)
+        self.keys = self._k[:n, :, : self.end + t]
+        self.values = self._v[:n, :, : self.end + t]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.end
+
+
+class BatchEngine:
+    """Up to `rows` requests verified in one forward. Rows 0 .. active - 1 hold requests; `admit` prefills a
+    newcomer into row `active`, `verify` takes one draft per active row, `release(row)` frees a row (the last
+    active request moves into it)."""
+
+    def __init__(self, model, rows: int, profile: bool = False):
+        from goose.backends import backend_of
+
+        if rows < 1:
+            raise GooseError(f"concurrency must be >= 1 (got {rows}).")
+        check_supported(model.config)
+        self.model, self.rows, self.profile = model, rows, profile
+        self.backend = backend_of(model)
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.mask_min = torch.finfo(self.dtype).min
+        self.max_positions = getattr(model.config.get_text_config(decoder=True), "max_position_embeddings", None)
+        layers = model.config.get_text_config(decoder=True).num_hidden_layers
+        self.cache = DynamicCache(config=model.config)
+        self.cache.layers = [BatchLayer(rows) for _ in range(layers)]
+        self.lengths: list[int] = []  # L_r of each active row
+
+    @property
+    def active(self) -> int:
+        return len(self.lengths)
+
+    def _set_end(self) -> None:
+        end = max(self.lengths, default=0)
+        for layer in self.cache.layers:
+            layer.end = end
+
+    @torch.inference_mode()
+    def admit(self, prompt: list[int], topk: int = 0, sampler: Sampler | None = None) -> tuple[int, Verification]:
+        """Prefill `prompt` alone and copy its cache into the next free row: (its row, the prefill's result)."""
+        from goose.engine import choose_token, topk_rows
+
+        if self.active >= self.rows:
+            raise GooseError("every row is taken: release one first.")
+        if not prompt:
+            raise GooseError("empty prompt: nothing to condition on.")
+        single = new_cache(self.model.config, self.max_positions)
+        out = self.model(input_ids=torch.tensor([prompt], device=self.device), cache=single, use_cache=True,
+                         logits_to_keep=0 if topk else 1)
+        logits = out.logits[0]
+        bonus, margin, other = choose_token(logits[-1], len(prompt), sampler)
+        res = Verification(path=[0], bonus=bonus, width=len(prompt), margins=[margin], runners_up=[other])
+        if topk:
+            res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
+        row, n = self.active, len(prompt)
+        for layer, src in zip(self.cache.layers, out.cache.layers):
+            layer.lazy_initialization(src.keys, src.values)
+            layer.reserve(max(n, layer.end), src.keys, src.values)
+            layer._k[row, :, :n].copy_(src.keys[0])
+            layer._v[row, :, :n].copy_(src.values[0])
+        self.lengths.append(n)
+        self._set_end()
+        return row, res
+
+    @torch.inference_mode()
+    def release(self, row: int) -> int | None:
+        """Free `row`; the last active row's request moves into it. Returns the row that moved (None if the
+        freed row was the last)."""
+        last = self.active - 1
+        if row != last:
+            n = self.lengths[last]
+            for layer in self.cache.layers:
+                layer._k[row, :, :n].copy_(layer._k[last, :, :n])
+                layer._v[row, :, :n].copy_(layer._v[last, :, :n])
+            self.lengths[row] = n
+        self.lengths.pop()
+        self._set_end()
+        return last if row != last else None
+
+    @torch.inference_mode()
+    def verify(self, drafts: list[Draft], topk: int = 0, samplers: list[Sampler | None] | None = None,
+               width: int | None = None) -> list[Verification]:
+        """One forward over the drafts of rows 0 .. n - 1 (one each, in row order), each cut to `width` nodes
+        when given and to what still fits in the model's context, then each row's walk and compaction."""
+        t0 = time.perf_counter() if self.profile else 0.0
+        n = len(drafts)
+        if n != self.active:
+            raise GooseError(f"{n} drafts for {self.active} active rows.")
+        samplers = samplers or [None] * n
+        end, dev = max(self.lengths), self.device
+        cut = []
+        for L, d in zip(self.lengths, drafts):
+            fit = len(d) if width is None else min(len(d), width)
+            if self.max_positions is not None:
+                fit = min(fit, self.max_positions - L)
+            cut.append(d.prefix(fit))
+        T = max(len(d) for d in cut)
+        ids = torch.zeros(n, T, dtype=torch.long, device=dev)
+        pos = torch.zeros(n, T, dtype=torch.long, device=dev)
+        mask = torch.full((n, 1, T, end + T), self.mask_min, dtype=self.dtype, device=dev)
+        for r, (L, d) in enumerate(zip(self.lengths, cut)):
+            t = len(d)
+            visible, depth = tree_inputs(d, dev)
+            ids[r, :t] = torch.tensor(d.tokens, device=dev)
+            pos[r, :t] = depth + L
+            pos[r, t:] = L  # padding: any position; it sees itself alone and is never read
+            mask[r, 0, :t, :L] = 0
+            mask[r, 0, :t, end : end + t].masked_fill_(visible, 0)
+            pad = torch.arange(t, T, device=dev)
+            mask[r, 0, pad, end + pad] = 0
+        if self.profile:
+            _sync(dev)
+            t1 = time.perf_counter()
+        logits = self.model(input_ids=ids, cache=self.cache, use_cache=True, position_ids=pos,
+                            attention_mask=mask).logits
+        if self.profile:
+            _sync(dev)
+            t2 = time.perf_counter()
+        results = [decide(d, logits[r, : len(d)], (pos[r, : len(d)] + 1).tolist(), topk, s)
+                   for r, (d, s) in enumerate(zip(cut, samplers))]
+        self._compact(end, [res.path for res in results])
+        if self.profile:
+            _sync(dev)
+            t3 = time.perf_counter()
+            for res in results:
+                res.forward_s, res.overhead_s = (t2 - t1) / n, ((t1 - t0) + (t3 - t2)) / n
+        return results
+
+    def _compact(self, end: int, paths: list[list[int]]) -> None:
+        """Row r's accepted nodes (slots end + path) to L_r .. L_r + k - 1, for every row in one gather per layer."""
+        rows, src, dst = [], [], []
+        for r, path in enumerate(paths):
+            L = self.lengths[r]
+            for j, i in enumerate(path):
+                if end + i != L + j:  # an entry already in place (the longest row's accepted prefix) stays
+                    rows.append(r)
+                    src.append(end + i)
+                    dst.append(L + j)
+            self.lengths[r] = L + len(path)
+        if not rows:
+            self._set_end()
+            return
+        index: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+        for layer in self.cache.layers:
+            d = layer._k.device
+            if d not in index:
+                index[d] = tuple(torch.tensor(x, device=d) for x in (rows, src, dst))
+            r_i, s_i, d_i = index[d]
+            layer._k[r_i, :, d_i] = layer._k[r_i, :, s_i]
+            layer._v[r_i, :, d_i] = layer._v[r_i, :, s_i]
+        self._set_end()

@@ -1,0 +1,129 @@
+"""The cost surface cost(requests, width): seconds of one batched verification of `requests` rows, each padded
+to `width` nodes (goose.batch_engine), measured once per model content, device, dtype, threads, backend, torch
+and engine revision and cached beside the cost curve. budget=auto at concurrency > 1 picks, each step, the one
+width that maximises the batch's expected tokens per second (`choose_width`); with one request it is the
+cost curve's decision.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+from goose.budget import BUSY_SPREAD, COST_PROFILE_VERSION, DEFAULT_WIDTHS, interpolate, round_spread
+
+
+class CostSurface:
+    """seconds[i][j]: `rows[i]` requests of `widths[j]` nodes each; interpolated in width, then in rows."""
+
+    def __init__(self, rows: list[int], widths: list[int], seconds: list[list[float]]):
+        self.rows, self.widths, self.seconds = list(rows), list(widths), [list(s) for s in seconds]
+
+    def __call__(self, requests: int, width: int) -> float:
+        per_rows = [interpolate(self.widths, s, width) for s in self.seconds]
+        return interpolate(self.rows, per_rows, requests)
+
+    def curve(self, requests: int = 1):
+        """The cost curve of `requests` rows (goose.budget.CostCurve)."""
+        from goose.budget import CostCurve
+
+        return CostCurve(self.widths, [self(requests, w) for w in self.widths])
+
+    def to_json(self) -> str:
+        return json.dumps({"rows": self.rows, "widths": self.widths, "seconds": self.seconds})
+
+    @classmethod
+    def load(cls, path: Path) -> CostSurface:
+        d = json.loads(Path(path).read_text())
+        return cls(d["rows"], d["widths"], d["seconds"])
+
+
+def choose_width(gains: list[list[float]], cost, requests: int) -> int:
+    """The width W (nodes per request, root included) maximising sum_r gains_r(min(W, len_r)) / cost(requests, W):
+    every request verifies at most its W most valuable nodes, and the padded forward costs the same whatever
+    a row holds below W. gains_r[k - 1] is request r's expected tokens from its first k nodes."""
+    best_w, best_rate = 1, -1.0
+    for w in range(1, max(len(g) for g in gains) + 1):
+        expected = sum(g[min(w, len(g)) - 1] for g in gains)
+        rate = expected / cost(requests, w)
+        if rate > best_rate:
+            best_w, best_rate = w, rate
+    return best_w
+
+
+def surface_rows(concurrency: int) -> list[int]:
+    """1, 2, 4, ... up to `concurrency`, and `concurrency` itself."""
+    rows, n = [], 1
+    while n < concurrency:
+        rows.append(n)
+        n *= 2
+    return [*rows, concurrency]
+
+
+@torch.inference_mode()
+def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int = 256, repeats: int = 3):
+    """Seconds per (rows, width) pair, one per round; every pair takes its turn in every round (after a warm-up
+    round) so a slow spell lands on all alike. `engine` is a goose.batch_engine.BatchEngine with room for
+    max(rows) requests; it is left empty."""
+    import time
+
+    from goose.engine import Draft, _sync
+
+    vocab = engine.model.config.get_text_config(decoder=True).vocab_size
+    g = torch.Generator().manual_seed(0)
+    for _ in range(max(rows)):
+        engine.admit(torch.randint(0, vocab, (context_len,), generator=g).tolist())
+    pairs = [(n, w) for n in rows for w in widths]
+    drafts = {w: [Draft.chain(torch.randint(0, vocab, (w,), generator=g).tolist()) for _ in range(max(rows))]
+              for w in widths}
+    times: dict[tuple[int, int], list[float]] = {p: [] for p in pairs}
+    full = list(engine.lengths)
+    for _ in range(repeats + 1):
+        for n, w in pairs:
+            engine.lengths = full[:n]
+            engine._set_end()
+            _sync(engine.device)
+            t0 = time.perf_counter()
+            engine.verify(drafts[w][:n])
+            _sync(engine.device)
+            times[(n, w)].append(time.perf_counter() - t0)
+        engine.lengths = list(full)
+    while engine.active:
+        engine.release(engine.active - 1)
+    return {p: t[1:] for p, t in times.items()}
+
+
+def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concurrency: int,
+                 attempts: int = 3, repeats: int = 3) -> CostSurface:
+    """The cost surface of this model on this machine up to `concurrency` requests, measured once and cached
+    (keyed as goose.budget.cost_curve, plus the rows measured)."""
+    from goose.paths import cache_root
+
+    rows = surface_rows(concurrency)
+    where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
+    key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
+           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}"
+           f"-surface-rows{'-'.join(map(str, rows))}.json")
+    path = cache_root() / "profiles" / key
+    if path.is_file():
+        return CostSurface.load(path)
+    widths = list(DEFAULT_WIDTHS[: DEFAULT_WIDTHS.index(64) + 1])
+    print(f"[goose] measuring the verification cost surface once: {rows} requests x {widths} nodes ({path})",
+          flush=True)
+    tried = []
+    for attempt in range(1, attempts + 1):
+        rounds = measure_rounds(engine, rows, widths, repeats=repeats)
+        spread = round_spread(list(rounds.values()))
+        tried.append((spread, rounds))
+        if spread <= BUSY_SPREAD:
+            break
+        print(f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart"
+              + ("; measuring again" if attempt < attempts else "; keeping the calmest"), flush=True)
+    rounds = min(tried, key=lambda x: x[0])[1]
+    surface = CostSurface(rows, widths, [[statistics.median(rounds[(n, w)]) for w in widths] for n in rows])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(surface.to_json())
+    return surface

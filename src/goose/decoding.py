@@ -1,0 +1,124 @@
+"""The decode loop of one configuration over a loaded model: every prompt's turns timed against AR, their
+outputs records and rows written as they finish (goose.batched_run: the same at concurrency > 1)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from goose.backends import apply_backend
+from goose.budget import cost_curve
+from goose.decode import generate
+from goose.drafter import Drafter
+from goose.engine import Engine
+from goose.inputs import Turn, build_input, check_budget, token_room, turns_of
+from goose.methods import prepare_drafter
+from goose.metrics import summarize
+from goose.models import ModelIdentity, load_model, stop_ids
+from goose.records import environment, latest_rows, run_name, write_trace
+from goose.results import OutputsFile, ReferenceStore, ResultsFile, TimingStore, token_pieces
+from goose.rows import make_row
+from goose.run_folder import RunIdentity
+from goose.spec import RunSpec
+from goose.timing import Timer, hf_reference, reference_key
+
+
+def load_engine(spec: RunSpec, drafter: Drafter, identity: ModelIdentity):
+    """The model on its backend, the engine over it, and the drafter prepared (tokenizer, budget=auto)."""
+    import torch
+
+    torch.manual_seed(spec.seed)
+    model, tok, device, dtype = load_model(spec.model, spec.device, spec.dtype, identity)
+    engine = Engine(apply_backend(model, spec.backend), profile=spec.profile)
+    if spec.concurrency == 1:  # at concurrency N the batch arms it (goose.batched_run)
+        prepare_drafter(drafter, spec.budget, tok, spec.model.name, lambda: cost_curve(engine, identity, device, dtype))
+    return engine, model, tok
+
+
+class Decoding:
+    """One configuration's decode loop over a loaded model: what every turn needs, gathered once."""
+
+    def __init__(self, spec: RunSpec, drafter: Drafter, ident: RunIdentity, run_dir: Path, results: ResultsFile,
+                 outputs: OutputsFile):
+        self.spec, self.drafter, self.ident, self.run_dir = spec, drafter, ident, run_dir
+        self.results, self.outputs = results, outputs
+        self.engine, self.model, self.tok = load_engine(spec, drafter, ident.model)
+        self.stops = stop_ids(self.tok, self.model)
+        self.env = environment(spec.torch_device, spec.torch_dtype)
+        refs = Path(spec.results_dir) / "references"
+        self.timer = Timer(self.engine, spec, self.stops, ident.conditions, ReferenceStore(refs),
+                           TimingStore(refs / "timings"))
+
+    def ids(self, history: list[tuple[str, str]], text: str) -> list[int]:
+        return build_input(self.tok, history, text, self.spec.chat_template)
+
+    def check_room(self, todo) -> None:
+        """Refuse a prompt that cannot fit before spending time on the others; say which ones are capped."""
+        limit, n = self.engine.max_positions, self.spec.max_new_tokens
+        check_budget(self.spec.budget.nodes, limit)
+        rooms = {p.id: token_room(p.id, len(self.ids([], p.text)), limit, n) for p in todo}
+        capped = [i for i, r in rooms.items() if r < n]
+        if capped:
+            print(f"[goose] {len(capped)} prompt(s) ({', '.join(capped[:8])}{', ...' if len(capped) > 8 else ''}) "
+                  f"leave less than max_new_tokens={n} of the model's context ({limit}): they generate until it is "
+                  "full, every method alike (rows record capped_at)", flush=True)
+
+    def run(self, prompts, todo, done: set[str]) -> None:
+        """Decode `todo` (rows appended as they finish). Under memory=run the finished prompts before them
+        are decoded again, untimed, so the drafter reaches each prompt with the state an uninterrupted
+        run gives it."""
+        from tqdm import tqdm
+
+        from goose.tracking import Tracker
+
+        spec, ident = self.spec, self.ident
+        self.check_room(todo)
+        for _ in range(spec.warmup):
+            generate(self.engine, self.ids([], todo[0].text), Drafter(), min(16, spec.max_new_tokens), self.stops)
+        w = spec.logging
+        tracker = Tracker(w.mode, w.project, run_name(spec, ident.model.label),
+                          f"{ident.model.label}/{spec.benchmark.name}",
+                          {**spec.plain, "method": spec.plain_section("method")}, self.run_dir, w.entity)
+        logged = []
+        order = prompts if self.drafter.capabilities.memory else todo
+        if len(order) > len(todo):
+            print(f"[goose] memory=run: decoding the {len(order) - len(todo)} finished prompt(s) again, untimed, to "
+                  "rebuild the state they leave", flush=True)
+        bar = tqdm(order, desc=f"{spec.method.name} on {spec.benchmark.name}", unit="prompt", file=sys.stderr)
+        try:
+            for prompt in bar:
+                history: list[tuple[str, str]] = []
+                for t in turns_of(prompt):
+                    ids = self.ids(history, t.text)
+                    room = token_room(t.id, len(ids), self.engine.max_positions, spec.max_new_tokens)
+                    if t.id in done:  # needed only for what follows it (a later turn, the drafter's memory): no row
+                        tokens = generate(self.engine, ids, self.drafter, room, self.stops, spec.sampling).tokens
+                    else:
+                        row, tokens = self.turn(t, ids, room, len(logged))
+                        self.results.append(row)
+                        tracker.log_prompt(len(logged), row)
+                        logged.append(row)
+                    history.append((t.text, self.tok.decode(tokens, skip_special_tokens=True)))
+        finally:
+            bar.close()
+            tracker.finish(summarize(latest_rows(self.results.rows(), ident.config_hash)), logged)
+
+    def turn(self, t: Turn, ids: list[int], room: int, index: int) -> tuple[dict, list[int]]:
+        """One timed turn: its measurement, its outputs record (written first, so every row has one), its row.
+        `index` alternates who goes first under speedup_reference=interleaved."""
+        spec, ident = self.spec, self.ident
+        m = self.timer.measure(ids, self.drafter, reference_key(spec, ident, ids, self.stops, self.env, room), index,
+                               room)
+        if spec.trace:
+            write_trace(self.run_dir / "trace.jsonl", t.id, self.drafter.take_trace())
+        if m.source == "self":
+            # Comparing AR with itself proves nothing: check it against HF generate instead (under
+            # sampling, HF's loop and cache with our noise added to its scores).
+            m.reference = hf_reference(self.model, ids, room, self.stops, spec.sampling)
+        return self.record(t, ids, m, room), m.gen.tokens
+
+    def record(self, t: Turn, ids: list[int], m, room: int) -> dict:
+        """The outputs record of a measured turn (written first, so every row has one), and its row."""
+        self.outputs.append(t.id, self.ident.config_hash, t.fingerprint, m.gen.tokens,
+                            token_pieces(self.tok, m.gen.tokens), m.gen.origins, m.gen.margins, m.gen.runners_up)
+        return make_row(self.spec, self.ident, t, ids, m, self.env, room)

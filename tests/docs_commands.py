@@ -1,0 +1,101 @@
+"""Every command the docs show, found and checked without running it: a run.py command composes and builds
+its run spec (every setting exists, every value is valid), a script's flags parse, a make target exists.
+Commands that only run on a GPU machine or with network are checked the same way (the check loads nothing)."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.S)
+INLINE = re.compile(r"`([^`\n]+)`")
+STARTS = ("python run.py", "goose-run", "python experiments/", "python analysis/reproduce.py", "goose-reproduce",
+          "python -m baselines.rest", "python -m goose.fetch_data", "make ")
+SCRIPTS = {"experiments/bench.py": "experiments.bench", "experiments/draft_bounds.py": "experiments.draft_bounds",
+           "experiments/forward_costs.py": "experiments.forward_costs", "experiments/gpu_check.py":
+           "experiments.gpu_check", "experiments/concurrency.py": "experiments.concurrency",
+           "analysis/reproduce.py": "analysis.reproduce"}
+
+
+def commands() -> list[tuple[str, str]]:
+    """(where, command) for every command the docs show, in fenced blocks and inline code."""
+    found = []
+    for doc in DOCS:
+        text = doc.read_text()
+        blocks = FENCE.findall(text)
+        lines = [line for b in blocks for line in b.replace("\\\n", " ").splitlines()]
+        inline = [m for m in INLINE.findall(FENCE.sub("", text))]
+        for line in [*lines, *inline]:
+            line = line.split("  #")[0].split(" # ")[0].strip()
+            if line.startswith(STARTS):
+                found.append((doc.relative_to(ROOT).as_posix(), line))
+    return found
+
+
+def _targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    names = set(re.findall(r"^([A-Za-z0-9_.-]+):", text, re.M))
+    names |= {f"reproduce-{k}" for k in re.findall(r"^EXPERIMENT_([A-Za-z0-9_-]+) =", text, re.M)}
+    return names
+
+
+def check_make(words: list[str]) -> None:
+    targets = [w for w in words[1:] if "=" not in w and not w.startswith("-")]
+    unknown = [t for t in targets if t not in _targets()]
+    assert not unknown, f"no make target {unknown}"
+
+
+def check_run(words: list[str]) -> None:
+    from goose.cli import refused
+    from goose.errors import GooseError
+    from goose.methods import compose_config
+    from goose.spec import DeviceError, RunSpec
+
+    args = [w for w in words if w not in ("-m", "--multirun")]
+    if "--help" in args or not args:
+        return
+    assert refused(args) is None, refused(args)
+    sweeps = [(a.split("=", 1)[0], a.split("=", 1)[1].split(",")) for a in args
+              if "=" in a and "," in a.split("=", 1)[1] and not a.split("=", 1)[1].startswith(("[", "'", '"'))]
+    fixed = [a for a in args if a.split("=", 1)[0] not in dict(sweeps)]
+    for combo in itertools.product(*[[f"{k}={v}" for v in vs] for k, vs in sweeps]):
+        overrides = [a for a in [*fixed, *combo] if not a.startswith("hydra/launcher") and not
+                     a.startswith("hydra.launcher")]
+        try:
+            RunSpec.from_config(compose_config(overrides))
+        except DeviceError:
+            pass  # a GPU command on this machine: its settings were checked before the device
+        except GooseError as e:
+            if "needs a path" not in str(e):
+                raise
+
+
+def check_script(words: list[str]) -> None:
+    if words[0] == "python" and words[1] == "-m":
+        module, argv = words[2], words[3:]
+    elif words[0] in ("goose-reproduce",):
+        module, argv = "analysis.reproduce", words[1:]
+    else:
+        module, argv = SCRIPTS[words[1]], words[2:]
+    parse = importlib.import_module(module).parse
+    try:
+        parse(argv)
+    except SystemExit as e:
+        assert e.code in (0, None), f"{' '.join(words)}: flags refused"
+
+
+def check(command: str) -> None:
+    words = shlex.split(command.replace("$HOME", "/home/u").replace("~/", "/home/u/"))
+    if words[0] == "make":
+        check_make(words)
+    elif words[:2] == ["python", "run.py"]:
+        check_run(words[2:])
+    elif words[0] == "goose-run":
+        check_run(words[1:])
+    else:
+        check_script(words)

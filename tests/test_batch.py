@@ -1,0 +1,233 @@
+"""Many requests in one forward (goose.batch_engine, goose.batch_decode): every method batched returns each
+request's unbatched AR tokens, with continuous refill, ragged prompts and stops, greedy and sampled."""
+
+import pytest
+import torch
+from conftest import hf_greedy
+
+from goose.batch_decode import Request, decode_batch
+from goose.batch_engine import BatchEngine
+from goose.budget import AutoBudget, CostCurve
+from goose.cost_surface import CostSurface, choose_width, surface_rows
+from goose.decode import generate
+from goose.drafter import Drafter
+from goose.engine import Draft, Engine
+from goose.errors import GooseError
+from goose.methods import method_drafter, method_names
+from goose.sampling import Sampling
+
+
+def many_prompts():
+    g = torch.Generator().manual_seed(3)
+    base = torch.randint(0, 250, (9,), generator=g).tolist()
+    return [base * 3, torch.randint(0, 250, (31,), generator=g).tolist(), base[:4] * 5, [7, 8, 9],
+            (base[2:7] + [1, 1]) * 4, torch.randint(0, 250, (12,), generator=g).tolist()]
+
+
+def test_batched_ar_is_ar_row_by_row_with_ragged_prompts_and_refill(tiny):
+    prompts = many_prompts()
+    want = [hf_greedy(tiny, p, 12 + i) for i, p in enumerate(prompts)]
+    engine = BatchEngine(tiny, rows=3)
+    reqs = [Request(p, Drafter(), 12 + i) for i, p in enumerate(prompts)]
+    got, wall = decode_batch(engine, reqs)
+    assert [g.tokens for g in got] == want and engine.active == 0 and wall > 0
+    assert all(g.steps == len(g.tokens) for g in got)  # AR: one token per forward
+    admitted = [g.admitted_s for g in got]
+    assert admitted[:3] == sorted(admitted[:3]) and min(admitted[3:]) > max(admitted[:3])  # 3 at once, then refill
+    assert all(g.admitted_s <= g.first_token_s <= g.done_s for g in got)
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_every_method_batched_returns_each_requests_ar_tokens(name, tiny, store):
+    prompts = many_prompts()
+    template, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
+    if template.capabilities.tokenizer_bound:
+        from tiny import byte_tokenizer
+
+        template.bind_tokenizer(byte_tokenizer(), "tiny")
+    want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
+    for rows in (1, 4):
+        reqs = [Request(p, template.spawn(), 24) for p in prompts]
+        got, _ = decode_batch(BatchEngine(tiny, rows=rows), reqs)
+        assert [g.tokens for g in got] == want, (name, rows)
+
+
+def test_sampled_requests_in_a_batch_draw_what_they_draw_alone(tiny):
+    prompts = many_prompts()
+    s = Sampling(0.8, 0, 0.95, 4)
+    want = [generate(Engine(tiny), p, Drafter(), 20, sampling=s).tokens for p in prompts]
+    template, _ = method_drafter("goose")
+    got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 20) for p in prompts], sampling=s)
+    assert [g.tokens for g in got] == want
+
+
+def test_a_request_stopping_at_once_and_at_eos_frees_its_row(tiny):
+    prompts = many_prompts()
+    eos = hf_greedy(tiny, prompts[1], 6)[3]  # the 4th token of prompt 1 is its stop
+    want = [generate(Engine(tiny), p, Drafter(), 1 if i == 0 else 15, frozenset({eos})).tokens
+            for i, p in enumerate(prompts)]
+    reqs = [Request(p, Drafter(), 1 if i == 0 else 15) for i, p in enumerate(prompts)]
+    got, _ = decode_batch(BatchEngine(tiny, rows=2), reqs, frozenset({eos}))
+    assert [g.tokens for g in got] == want and got[0].tokens == want[0] and len(got[1].tokens) == 4
+
+
+def test_padding_nodes_never_reach_a_walk_and_rows_keep_their_own_caches(tiny):
+    """Row 0 verifies a 6-node chain, row 1 the root alone: row 1's forward carries 5 padding nodes; its result
+    is AR's, and row 0's context is untouched by row 1's padding."""
+    a, b = many_prompts()[:2]
+    engine = BatchEngine(tiny, rows=2)
+    ra, ba = engine.admit(a)
+    rb, bb = engine.admit(b)
+    cont = hf_greedy(tiny, a, 7)
+    res = engine.verify([Draft.chain([ba.bonus, *cont[1:6]]), Draft([bb.bonus], [-1])])
+    assert res[0].path == [0, 1, 2, 3, 4, 5] and res[0].bonus == cont[6] and res[0].width == 6
+    assert res[1].path == [0] and res[1].bonus == hf_greedy(tiny, b, 2)[1] and res[1].width == 1
+    assert engine.lengths == [len(a) + 6, len(b) + 1]
+
+
+def test_a_finished_row_takes_the_next_prompt_and_the_last_row_moves_into_a_freed_one(tiny):
+    a, b, c = many_prompts()[:3]
+    engine = BatchEngine(tiny, rows=3)
+    for p in (a, b, c):
+        engine.admit(p)
+    assert engine.release(0) == 2 and engine.lengths == [len(c), len(b)]  # c moved from row 2 to row 0
+    roots = [hf_greedy(tiny, c, 1)[0], hf_greedy(tiny, b, 1)[0]]
+    res = engine.verify([Draft([t], [-1]) for t in roots])
+    assert [r.bonus for r in res] == [hf_greedy(tiny, c, 2)[1], hf_greedy(tiny, b, 2)[1]]
+
+
+def test_the_batch_width_maximises_expected_tokens_per_second_and_is_todays_choice_alone():
+    curve = CostCurve([1, 4, 16], [1.0, 1.2, 3.0])
+    surface = CostSurface([1, 4], [1, 4, 16], [[1.0, 1.2, 3.0], [1.5, 2.0, 8.0]])
+    gains = [1.0, 1.8, 2.4, 2.7, 2.9, 3.0]  # expected tokens from the first k nodes
+    # alone: the cost curve's decision (AutoBudget: b maximising gain / cost)
+    alone = max(range(1, 7), key=lambda b: (gains[b - 1] / curve(b), -b))
+    assert choose_width([gains], surface, 1) == alone == 4
+    # four requests: the same tree pays less per request as the forward grows (cost(4, W) rises faster)
+    assert choose_width([gains] * 4, surface, 4) == 4
+    assert surface(4, 16) == 8.0 and surface(2, 4) == pytest.approx(1.2 + (2.0 - 1.2) / 3)
+    steep = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.0, 1.0], [1.0, 3.0, 9.0]])
+    assert choose_width([gains] * 4, steep, 4) == 1 and choose_width([gains], steep, 1) == 4
+    assert surface_rows(16) == [1, 2, 4, 8, 16] and surface_rows(6) == [1, 2, 4, 6]
+
+
+def test_budget_auto_in_a_batch_orders_each_tree_most_valuable_first(tiny):
+    template, _ = method_drafter("goose@auto")
+    template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
+    prompts = many_prompts()
+    want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
+    surface = CostSurface([1, 4], [1, 64], [[1.0, 1.3], [1.2, 2.0]])
+    got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in prompts],
+                          cost=surface)
+    assert [g.tokens for g in got] == want
+    assert any(len(set(g.widths_chosen)) > 1 for g in got)  # the width followed the drafts
+    assert all(w <= c for g in got for w, c in zip(g.widths, g.widths_chosen))
+
+
+# --- SGLang's draft format -----------------------------------------------------------------------
+class ThroughSglang(Drafter):
+    """A drafter whose every draft goes out in SGLang's form (D tokens, D x D mask) and is verified from it;
+    what the walk accepted is told to the drafter in its own node order."""
+
+    def __init__(self, inner, size):
+        self.inner, self.size, self.config = inner, size, inner.config
+        self.capabilities = inner.capabilities
+
+    def start(self, context, prefill):
+        self.inner.start(context, prefill)
+
+    def propose(self, context):
+        from goose.sglang_format import bfs_order, from_sglang, to_sglang
+
+        draft = self.inner.propose(context)
+        assert len(draft) <= self.size
+        self.order = bfs_order(draft.parents)
+        tokens, mask = to_sglang(draft, self.size)
+        assert len(tokens) == self.size and all(len(r) == self.size for r in mask)
+        return from_sglang(tokens, mask)
+
+    def accepted(self, result, context):
+        from goose.engine import Verification
+
+        n = len(self.order)
+        path = []
+        for i in result.path:
+            if i >= n:  # a padding node (token 0 under the root): the drafter never proposed it
+                break
+            path.append(self.order[i])
+        back = [0] * n
+        for new, old in enumerate(self.order):
+            back[old] = new
+        rows = None if result.topk_ids is None else back
+        self.inner.accepted(Verification(path, result.bonus, None if rows is None else result.topk_ids[rows],
+                                         None if rows is None else result.topk_scores[rows], width=n), context)
+
+    def origins(self, path):
+        return ["draft"] * (len(path) - 1)
+
+
+def test_a_drafter_fed_through_sglangs_format_gives_the_same_tokens(tiny):
+    from goose.sglang_format import batch_to_sglang, from_sglang, to_sglang
+
+    prompts = many_prompts()
+    want = [generate(Engine(tiny), p, Drafter(), 30).tokens for p in prompts]
+    for p, w in zip(prompts, want):
+        inner, _ = method_drafter("goose@16")
+        got = generate(Engine(tiny), p, ThroughSglang(inner, 128), 30)  # up to the bypass chain of 100
+        assert got.tokens == w and got.steps < len(w)
+    # the format itself: BFS order, token 0 the root, padding under the root, each row its node and ancestors
+    draft = Draft([5, 6, 7, 8], [-1, 0, 1, 0])  # 5 -> 6 -> 7, 5 -> 8
+    tokens, mask = to_sglang(draft, 6)
+    assert tokens == [5, 6, 8, 7, 0, 0]
+    assert mask == [[1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1, 0, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0],
+                    [1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 0, 1]]
+    assert from_sglang(tokens, mask).parents == [-1, 0, 0, 1, 0, 0]
+    assert to_sglang(draft, 2) == ([5, 6], [[1, 0], [1, 1]])  # a prefix of the BFS order is a tree
+    ids, masks = batch_to_sglang([draft, Draft([9], [-1])], 3)
+    assert ids == [5, 6, 8, 9, 0, 0] and len(masks) == 2 * 9
+
+
+# --- run.py at concurrency N -------------------------------------------------------------------
+@pytest.mark.integration
+def test_a_run_at_concurrency_3_times_batches_against_batched_ar_and_resumes(tiny_folder, tmp_path, run_goose):
+    import json
+
+    from conftest import hash_of
+
+    from goose.results import ResultsFile
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x + {i}\n" * 2})
+                               + "\n" for i in range(5)))
+    base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}", "n_prompts=null",
+            "max_new_tokens=20", f"results_dir={tmp_path / 'res'}", "concurrency=3"]
+    for method in ("method=goose", "method=tr", "method=ar"):
+        summary, out = run_goose(*base, method)
+        assert summary["lossless"] == 5 and summary["prompts"] == 5, out
+        folder = summary["run_dir"]
+        assert "-c3-" in folder
+        rows = ResultsFile(f"{folder}/results.csv").rows()
+        assert {r["concurrency"] for r in rows} == {"3"} and all(r["equality"] == "exact" for r in rows)
+        walls = {r["pass_wall_s"] for r in rows}
+        assert len(walls) == 1 and all(r["pass_tokens"] == "100" for r in rows)  # one batch of 5 x 20 tokens
+        assert sum(float(r["wall_s"]) for r in rows) == pytest.approx(float(rows[0]["pass_wall_s"]), rel=1e-4)
+        assert all(float(r["admitted_s"]) <= float(r["first_token_s"]) <= float(r["done_s"]) for r in rows)
+        if method != "method=ar":
+            assert all(r["speedup_source"] == "interleaved" and r["ar_pass_wall_s"] for r in rows)
+            assert summary["speedup"] == pytest.approx(float(rows[0]["ar_pass_wall_s"]) / float(
+                rows[0]["pass_wall_s"]), rel=1e-3)
+    # concurrency=1 is today's configuration: the same hash as a run that never heard of concurrency
+    assert hash_of("method=goose", "concurrency=1") == hash_of("method=goose") != hash_of("method=goose",
+                                                                                         "concurrency=3")
+    # resume: one row lost; memory=run (TR) decodes every prompt again in its batches and writes the lost one
+    tr = next((tmp_path / "res").glob("*/jsonl/tr/*-c3-*")) / "results.csv"
+    lines = tr.read_text().splitlines(keepends=True)
+    tr.write_text("".join(lines[:-1]))
+    before = {r["prompt_id"]: r for r in ResultsFile(tr).rows()}
+    summary, out = run_goose(*base, "method=tr")
+    assert "1 prompt(s) to go" in out and "decoding the 4 finished prompt(s) again" in out
+    after = ResultsFile(tr).rows()
+    assert len(after) == 5 and summary["prompts"] == 5 and summary["lossless"] == 5
+    assert all(r == before[r["prompt_id"]] for r in after[:4])  # kept rows untouched
+    with pytest.raises(GooseError, match="speedup_reference=cached"):
+        run_goose(*base, "method=goose", "speedup_reference=cached")
