@@ -1,7 +1,7 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-unit test-integration test-slow test-fast lint data bench gpu-check reproduce-all \
+.PHONY: install demo test test-unit test-integration test-slow test-fast test-slurm slurm-packages lint data bench gpu-check reproduce-all \
 	reproduce-sampling reproduce-spec-bench reproduce-concurrency clean datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
@@ -33,13 +33,14 @@ demo: install
 # Three tiers (docs/testing.md): unit (< 2 min), integration (the tiny model end to end), slow (SmolLM2).
 # CI runs all three.
 TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q
-test: install lint
-	$(TIER) -m "not slow and not integration"
+test: install lint slurm-packages
+	$(TIER) -m "not slow and not integration and not slurm"
 	$(TIER) -m integration
 	$(TIER) -m slow
+	$(TIER) -m slurm
 
 test-unit:
-	$(TIER) -m "not slow and not integration"
+	$(TIER) -m "not slow and not integration and not slurm"
 
 test-integration:
 	$(TIER) -m integration
@@ -48,7 +49,20 @@ test-slow:
 	$(TIER) -m slow
 
 test-fast:
-	$(TIER) -m "not slow"
+	$(TIER) -m "not slow and not slurm"
+
+# A whole SLURM cluster on this machine (munge, MariaDB for sacct, slurmdbd, slurmctld, slurmd; tests/slurm_cluster.py),
+# a real sweep through hydra/launcher=slurm, then cancelled, requeued and killed jobs (docs/slurm.md).
+test-slurm: slurm-packages
+	$(TIER) -m slurm
+
+# Debian's SLURM and what its accounting needs; where they cannot be installed the slurm tests skip and say why.
+SLURM_PACKAGES = slurm-wlm slurmdbd munge mariadb-server
+slurm-packages:
+	@command -v slurmctld >/dev/null && command -v slurmdbd >/dev/null && command -v mariadbd >/dev/null || \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null 2>&1; } || \
+	    echo "warning: could not install $(SLURM_PACKAGES) (needs root and Debian's apt): the slurm tests will skip"; }
 
 lint:
 	$(PYTHON) -m ruff check .

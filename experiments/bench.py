@@ -316,8 +316,9 @@ def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra,
     print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads), "
           f"engine.backend={backend}: {len(prompts)} prompts x {args.max_new_tokens} new tokens, concurrency "
           f"{' '.join(map(str, args.concurrency))}, {args.repeats} repeat(s)", flush=True)
+    fp32 = load_model(cfg, args.device, "float32")[0] if dtype != torch.float32 else None
     concurrency.run(args, model, tok, stop_ids(tok, model), prompts, built,
-                    lambda: cost_curve(engine, identity, device, dtype), identity, device, dtype, sampling)
+                    lambda: cost_curve(engine, identity, device, dtype), identity, device, dtype, sampling, fp32)
 
 
 COST_WIDTHS = (1, 2, 4, 8, 16, 32, 64)

@@ -22,7 +22,7 @@ from goose.batch_engine import BatchEngine
 from goose.cost_surface import cost_surface
 from goose.decode import generate
 from goose.drafter import Drafter
-from goose.equality import EXACT, NUMERICS, classify
+from goose.equality import EXACT, NUMERICS, classify, tolerance
 
 
 @dataclass
@@ -58,9 +58,11 @@ def _tpot(g) -> float | None:
     return (g.done_s - g.first_token_s) / (len(g.tokens) - 1) * 1e3 if len(g.tokens) > 1 else None
 
 
-def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, device, dtype, sampling) -> list[dict]:
+def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, device, dtype, sampling,
+        fp32_model=None) -> list[dict]:
     """Every method of `built` ({label: (drafter, budget)}) at every --concurrency; prints the tables, returns
-    one summary per cell (and --json writes them)."""
+    one summary per cell (and --json writes them). `fp32_model`: the same model loaded in float32, when `model`
+    is in half precision (AR in each dtype are compared too)."""
     from goose.engine import Engine
     from goose.methods import prepare_drafter
 
@@ -69,11 +71,16 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
     print(f"unbatched AR references of {len(prompts)} prompts ...", flush=True)
     refs = [generate(single, ids, Drafter(), N, stops, sampling) for _, ids in prompts]
     ar_alone = sum(len(r.tokens) for r in refs) / sum(r.wall_s for r in refs)
+    half = half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) if fp32_model is not None \
+        else None
     batch = BatchEngine(model, max(levels))
     surface = cost_surface(batch, identity, device, dtype, max(levels)) if any(b.auto for _, b in built.values()) \
         else None
     names = ["ar", *(k for k in built if k != "ar")]
     cells: dict[tuple[str, int], Cell] = {}
+    # memory=run state before anything ran: every pass at every concurrency starts from it (a spawned drafter
+    # shares the original's state, so without this a level would start from the previous level's prompts).
+    empty = {"ar": None, **{n: d.save_memory() if d.capabilities.memory else None for n, (d, _) in built.items()}}
     for c in levels:
         engine = BatchEngine(model, c)
         templates = {"ar": Drafter()}
@@ -83,7 +90,7 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
                 templates[name] = prepare_drafter(d, b, tok, args.model, cost_at_one)
             else:  # the batch picks one width per step from the cost surface
                 templates[name] = prepare_drafter(d, b, tok, args.model, lambda: surface.curve(1), defer=True)
-        initial = {n: d.save_memory() if d.capabilities.memory else None for n, d in templates.items()}
+        initial = empty
         decode_batch(engine, [Request(ids, Drafter(), 8) for _, ids in prompts[:c]], stops, sampling)  # warm-up
         for rep in range(args.repeats):
             k = rep % len(names)
@@ -121,10 +128,31 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
         with open(args.json, "w") as f:
             json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": args.model, "prompts": len(prompts),
                        "max_new_tokens": N, "repeats": args.repeats, "dtype": str(dtype).replace("torch.", ""),
-                       "device": str(device), "ar_alone_single_engine_tokens_per_s": ar_alone, "cells": out},
+                       "device": str(device), "ar_alone_single_engine_tokens_per_s": ar_alone, "cells": out,
+                       "ar_against_float32": half},
                       f, indent=1)
         print(f"wrote {args.json}")
     return out
+
+
+def half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) -> dict:
+    """How much half precision alone moves the text: unbatched AR in `dtype` against unbatched AR of the same
+    model loaded in float32, classified with `dtype`'s tolerance."""
+    from goose.engine import Engine
+
+    print("unbatched AR in float32, to compare AR in this dtype with ...", flush=True)
+    single = Engine(fp32_model)
+    counts = {EXACT: 0, NUMERICS: 0, "diverged": 0}
+    for ref, (_, ids) in zip(refs, prompts):
+        want = generate(single, ids, Drafter(), N, stops, sampling)
+        v = classify(ref.tokens, ref.margins, ref.runners_up, want.tokens, want.margins, want.runners_up, dtype)
+        counts[v.kind if v.kind in counts else "diverged"] += 1
+        if v.kind != EXACT:
+            print(f"  differs at token {v.index}: margin {v.margin} here, {v.ar_margin} in float32", flush=True)
+    name = str(dtype).replace("torch.", "")
+    print(f"AR in {name} against AR in float32 over {len(refs)} prompts: exact {counts[EXACT]} / numerics "
+          f"{counts[NUMERICS]} / diverged {counts['diverged']} (tolerance {tolerance(dtype):.3g})", flush=True)
+    return counts
 
 
 def report(out: list[dict], levels: list[int], names: list[str], n: int, ar_alone: float) -> None:

@@ -56,7 +56,7 @@ def check_run(words: list[str]) -> None:
     from goose.methods import compose_config
     from goose.spec import DeviceError, RunSpec
 
-    args = [w for w in words if w not in ("-m", "--multirun")]
+    args = [w for w in words if w not in ("-m", "--multirun") and not w.startswith("hydra/launcher=")]
     if "--help" in args or not args:
         return
     assert refused(args) is None, refused(args)

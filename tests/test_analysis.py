@@ -243,7 +243,8 @@ def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
     assert t["tau greedy"] == pytest.approx(256 / 80, abs=1e-3)
     assert t["tau T=0.7 p0.95 s0"] == pytest.approx(256 / 160, abs=1e-3)
     assert t["gain kept T=0.7 p0.95 s1 %"] == pytest.approx((256 / 200 - 1) / (256 / 80 - 1) * 100, abs=1e-3)
-    assert [t[f"lossless {s}"] for s in ("greedy", "T=0.7 p0.95 s0", "T=0.7 p0.95 s1")] == ["2/2", "2/2", "1/2 (1 diverged)"]
+    lossless = [t[f"lossless {s}"] for s in ("greedy", "T=0.7 p0.95 s0", "T=0.7 p0.95 s1")]
+    assert lossless == ["2/2", "2/2", "1/2 (1 diverged)"]
     out = sampling_outputs(df).set_index(["setting", "benchmark"])
     cols = ["prompts", "differs from greedy", "differs from the other seeds"]
     assert out.loc[("T=0.7 p0.95 s0", "all"), cols].tolist() == [2, "2/2", "1/2"]

@@ -231,3 +231,41 @@ def test_a_run_at_concurrency_3_times_batches_against_batched_ar_and_resumes(tin
     assert all(r == before[r["prompt_id"]] for r in after[:4])  # kept rows untouched
     with pytest.raises(GooseError, match="speedup_reference=cached"):
         run_goose(*base, "method=goose", "speedup_reference=cached")
+
+
+def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys):
+    """memory=run state is shared by a drafter's spawns: a level must not start from the previous level's prompts
+    (SuffixDecoding's tree once held every answer of concurrency 1 at concurrency 4: tau 2.2 became 8.8)."""
+    from argparse import Namespace
+
+    from tiny import byte_tokenizer
+
+    from experiments import concurrency
+    from goose.methods import build_drafters
+
+    prompts = [("tiny", p) for p in many_prompts()]
+
+    def tau_at(levels):
+        built = build_drafters(["tr:run", "suffix@16:run"], "smollm2-135m")
+        args = Namespace(max_new_tokens=16, concurrency=levels, repeats=1, json=None, model="tiny")
+        out = concurrency.run(args, tiny, byte_tokenizer(), frozenset(), prompts, built, None, None,
+                              torch.device("cpu"), torch.float32, None)
+        return {(r["method"], r["concurrency"]): r["tau"] for r in out}
+
+    both, alone = tau_at([1, 2]), tau_at([2])
+    for method in ("tr:run", "suffix@16:run"):
+        assert both[(method, 2)] == alone[(method, 2)], method
+
+
+def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
+    from goose.cost_surface import Calibration
+
+    c = Calibration()
+    assert c.factor == 1 and c.scaled([1.0, 1.8, 2.4]) == [1.0, 1.8, 2.4]
+    for _ in range(24):  # promised 1.4 extra tokens a step, given 0.35
+        c.observe([1.0, 1.8, 2.4], 3, 1 if _ % 4 else 2)
+    assert c.factor == pytest.approx((8 + 6) / (8 + 24 * 1.4))
+    assert c.scaled([1.0, 3.0])[0] == 1.0 and c.scaled([1.0, 3.0])[1] < 3.0
+    surface = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.05, 1.2], [1.2, 1.5, 2.2]])
+    hopeful = [[1.0, 1.6, 2.2, 2.9]] * 4
+    assert choose_width(hopeful, surface, 4) == 4 and choose_width([c.scaled(g) for g in hopeful], surface, 4) < 4

@@ -143,3 +143,14 @@ def test_reproduce_paper_profile_without_gpu_fails_at_once():
         r = subprocess.run(["make", "-s", target, "PROFILE=paper"], cwd=ROOT, capture_output=True, text=True,
                            timeout=120)
         assert r.returncode != 0 and "PROFILE=paper needs a CUDA GPU" in r.stderr + r.stdout
+
+
+def test_the_slurm_launcher_without_sbatch_is_one_line(monkeypatch):
+    import shutil
+
+    from goose.cli import refused
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    why = refused(["-m", "method=ar,pld", "hydra/launcher=slurm"])
+    assert why is not None and "sbatch" in why and "not on PATH" in why
+    assert refused(["-m", "method=ar,pld"]) is None

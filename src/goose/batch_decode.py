@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from goose.batch_engine import BatchEngine
-from goose.cost_surface import choose_width
+from goose.cost_surface import Calibration, choose_width
 from goose.decode import BONUS, Generation, commit
 from goose.drafter import Drafter
 from goose.engine import _sync
@@ -58,6 +58,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
     queue = deque(enumerate(requests))
     flights: list[_Flight] = []  # row order: flights[r] is in row r
     out: list[Served | None] = [None] * len(requests)
+    calibration = Calibration()
 
     def done(f: _Flight) -> None:
         f.request.drafter.stop()
@@ -86,7 +87,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
         if not flights:
             continue
         drafts = [f.request.drafter.propose(f.context) for f in flights]
-        width = choose_width([d.gains for d in drafts], cost, len(drafts)) \
+        width = choose_width([calibration.scaled(d.gains) for d in drafts], cost, len(drafts)) \
             if cost is not None and all(d.gains is not None for d in drafts) else None
         topk = flights[0].request.drafter.capabilities.topk
         results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=width)
@@ -97,6 +98,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             g.widths.append(res.width)
             if width is not None:
                 g.widths_chosen.append(width)
+                calibration.observe(d.gains, width, len(res.path))
             new = [d.tokens[i] for i in res.path[1:]] + [res.bonus]
             new, finished = commit(new, f.request.max_new_tokens - len(g.tokens), stop_ids)
             g.origins.extend([*f.request.drafter.origins(res.path), BONUS][: len(new)])

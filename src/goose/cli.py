@@ -7,6 +7,7 @@ from conf/ and every combination of a multirun (-m) is one run (goose.runner).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 import uuid
@@ -58,6 +59,10 @@ def refused(argv: list[str]) -> str | None:
 
     if (unknown := unknown_override(argv)) is not None:
         return unknown
+    launcher = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra/launcher=", "+hydra/launcher="))]
+    if launcher and "slurm" in launcher[-1] and shutil.which("sbatch") is None:
+        return (f"hydra/launcher={launcher[-1]} submits each job with sbatch, which is not on PATH: run this on a "
+                "SLURM login node (docs/slurm.md), or drop hydra/launcher to run the sweep here")
     if "-m" in argv or "--multirun" in argv:
         given = [a.split("=", 1)[1] for a in argv if a.startswith("results_dir=")]
         try:

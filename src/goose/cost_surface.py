@@ -54,6 +54,33 @@ def choose_width(gains: list[list[float]], cost, requests: int) -> int:
     return best_w
 
 
+class Calibration:
+    """How far the drafters' expected extra tokens are from what the walks accept, over the batch so far: the
+    tokens beyond the bonus the chosen prefixes gave, over those their gains promised (a prior of PRIOR_STEPS
+    request-steps at 1). The per-prompt estimates learn on the nodes they keep, mostly shallow ones, and promise
+    too much of a wide step; a batch pays for one request's wide tree in every row, so `choose_width` reads the
+    gains scaled by this. It depends on the tokens only, so a run repeats exactly."""
+
+    PRIOR_STEPS = 8
+
+    def __init__(self):
+        self.promised = self.given = float(self.PRIOR_STEPS)
+
+    @property
+    def factor(self) -> float:
+        return self.given / self.promised
+
+    def scaled(self, gains: list[float]) -> list[float]:
+        f = self.factor
+        return [1 + f * (g - 1) for g in gains]
+
+    def observe(self, gains: list[float], width: int, accepted: int) -> None:
+        """One request's step: its first `width` nodes promised gains[width - 1] tokens; the walk gave `accepted`
+        (path length, root included: the bonus token is the root's)."""
+        self.promised += max(gains[min(width, len(gains)) - 1] - 1, 0.0)
+        self.given += max(accepted - 1, 0)
+
+
 def surface_rows(concurrency: int) -> list[int]:
     """1, 2, 4, ... up to `concurrency`, and `concurrency` itself."""
     rows, n = [], 1
