@@ -148,7 +148,7 @@ def half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) -> d
         v = classify(ref.tokens, ref.margins, ref.runners_up, want.tokens, want.margins, want.runners_up, dtype)
         counts[v.kind if v.kind in counts else "diverged"] += 1
         if v.kind != EXACT:
-            print(f"  differs at token {v.index}: margin {v.margin} here, {v.ar_margin} in float32", flush=True)
+            print(f"  {v.kind} at token {v.index}: margin {v.margin} here, {v.ar_margin} in float32", flush=True)
     name = str(dtype).replace("torch.", "")
     print(f"AR in {name} against AR in float32 over {len(refs)} prompts: exact {counts[EXACT]} / numerics "
           f"{counts[NUMERICS]} / diverged {counts['diverged']} (tolerance {tolerance(dtype):.3g})", flush=True)

@@ -13,6 +13,7 @@ COMMANDS = commands()
 def test_the_readme_is_short_and_its_links_resolve():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) < 10_000
+    assert not re.search(r"\b[A-Z]+_OUTPUT\b", readme), "the README shows a placeholder instead of real output"
     for doc in DOCS:
         for target in re.findall(r"\]\(([^)#]+\.md)(?:#[^)]*)?\)", doc.read_text()):
             assert (doc.parent / target).is_file(), f"{doc.name} links to {target}, which does not exist"
