@@ -22,7 +22,7 @@ from transformers.cache_utils import DynamicLayer
 
 from goose.engine import Draft, Verification, _sync, check_supported, decide, tree_inputs
 from goose.errors import GooseError
-from goose.kv_cache import CHUNK, new_cache
+from goose.kv_cache import grown_capacity, new_cache
 from goose.sampling import Sampler
 
 
@@ -45,7 +45,7 @@ class BatchLayer(DynamicLayer):
         if self._k is not None and need <= self._k.shape[-2]:
             return
         old = 0 if self._k is None else self._k.shape[-2]
-        cap = -(-max(need, 2 * old, CHUNK) // CHUNK) * CHUNK
+        cap = grown_capacity(need, old)
         k = like_k.new_zeros(self.rows, like_k.shape[1], cap, like_k.shape[-1])
         v = like_v.new_zeros(self.rows, like_v.shape[1], cap, like_v.shape[-1])
         if old:

@@ -20,6 +20,13 @@ from goose.errors import GooseError
 CHUNK = 256  # positions: a buffer grows by at least this much (and at least doubles), so growth is rare
 
 
+
+def grown_capacity(need: int, old: int, limit: int | None = None) -> int:
+    """Slots for a buffer that must hold `need`: whole chunks, at least doubling `old`, capped at `limit` (the
+    model's context) unless one forward needs more."""
+    cap = -(-max(need, 2 * old, CHUNK) // CHUNK) * CHUNK
+    return max(need, min(cap, limit)) if limit else cap
+
 class InPlaceLayer(DynamicLayer):
     """A full-attention layer's cache in a buffer of `capacity` positions; `keys`/`values` are views of
     the first `length` of them (what `DynamicLayer` users read)."""
@@ -38,10 +45,7 @@ class InPlaceLayer(DynamicLayer):
     def _reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         if self._k is not None and need <= self._k.shape[-2]:
             return
-        old = 0 if self._k is None else self._k.shape[-2]
-        cap = -(-max(need, 2 * old, CHUNK) // CHUNK) * CHUNK
-        if self.limit:
-            cap = max(need, min(cap, self.limit))
+        cap = grown_capacity(need, 0 if self._k is None else self._k.shape[-2], self.limit)
         k = key_states.new_empty(*key_states.shape[:-2], cap, key_states.shape[-1])
         v = value_states.new_empty(*value_states.shape[:-2], cap, value_states.shape[-1])
         if self.length:
