@@ -25,6 +25,16 @@ def test_classify_by_hand():
     assert tolerance("bfloat16") > tolerance("float16") > tolerance("float32")
 
 
+def test_an_exact_tie_of_three_is_numerics_whichever_tied_token_was_recorded_as_runner_up():
+    """Half precision: tokens 3, 4 and 6 tie exactly (margin 0) and this run records 6 as the runner-up of its 3;
+    AR (in float32) chose 4, with 3 second by a hair. Still a near-tie swap; without a tie it is not."""
+    tol = tolerance("bfloat16")
+    ref = ([1, 4], [5.0, 0.01], [9, 3])
+    assert classify([1, 3], [5.0, 0.0], [9, 6], *ref, "bfloat16").kind == NUMERICS
+    assert classify([1, 3], [5.0, tol / 2], [9, 6], *ref, "bfloat16").kind == DIVERGED  # no tie: 6 is not AR's 4
+    assert classify([1, 3], [5.0, 0.0], [9, 6], [1, 4], [5.0, 0.01], [9, 7], "bfloat16").kind == DIVERGED  # neither
+
+
 def test_the_margins_are_the_logits_a_plain_forward_gives(tiny, prompts):
     """A generation's margin and runner-up per token are those of a full forward over prompt + answer."""
     g = generate(Engine(tiny), prompts[0], method_drafter("goose@16")[0], 20)

@@ -22,7 +22,19 @@ from goose.drafter import Drafter
 from goose.engine import Draft, Engine
 from goose.errors import GooseError
 from goose.methods import method_names
-from goose.sampling import Sampler, Sampling, filter_logits, gumbel, noise_seed, prompt_fingerprint
+from goose.sampling import (
+    GUMBEL_MAX,
+    GUMBEL_MIN,
+    NOISE_BITS,
+    Sampler,
+    Sampling,
+    filter_logits,
+    gumbel,
+    gumbel_at,
+    kept_tokens,
+    noise_seed,
+    prompt_fingerprint,
+)
 from goose.timing import hf_greedy as hf_reference
 
 N_SEEDS = 2000
@@ -131,6 +143,66 @@ def test_noise_is_the_same_in_another_process_whatever_the_global_generator():
             "print(gumbel(noise_seed(0, prompt_fingerprint([1, 2, 3]), 5), 6).tolist())")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert eval(there) == here and len(set(here)) == 6
+
+
+def splitmix_reference(seed: int, token: int) -> float:
+    """The noise of one token in plain Python integers (no int64 wrapping to trust)."""
+    mask = (1 << 64) - 1
+    z = (seed + (token + 1) * 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    k = (z ^ (z >> 31)) >> (64 - NOISE_BITS)
+    u = torch.tensor((k + 0.5) / (1 << NOISE_BITS), dtype=torch.float64)
+    return float((-torch.log(-torch.log(u))).float())
+
+
+def test_noise_is_a_counter_based_function_of_position_seed_and_token():
+    seed = noise_seed(0, prompt_fingerprint([1, 2, 3]), 5)
+    ids = torch.tensor([0, 1, 2, 49151, 7, 123456, 2**31 + 5])
+    assert gumbel_at(seed, ids).tolist() == [splitmix_reference(seed, int(v)) for v in ids]
+    row = gumbel(seed, 300)
+    subset = torch.tensor([299, 3, 150, 3])
+    assert torch.equal(gumbel_at(seed, subset), row[subset])  # any subset, any order, drawn alike
+    assert GUMBEL_MIN <= float(row.min()) and float(row.max()) <= GUMBEL_MAX
+    assert abs(float(gumbel(seed, 200_000).double().mean()) - 0.5772) < 0.01  # Euler-Mascheroni: Gumbel(0, 1)
+
+
+ROW_CASES = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.3, 0, 1.0), (0.7, 0, 0.95), (1.0, 20, 0.9), (1.0, 0, 0.5), (0.7, 3, 1.0)]
+
+
+@pytest.mark.parametrize("t, k, p", ROW_CASES)
+def test_choose_is_the_argmax_of_the_whole_perturbed_row(t, k, p):
+    """`choose` draws noise for a few tokens only: it must pick what the whole perturbed row picks, with the same
+    margin and runner-up, on peaked rows, flat rows and rows with ties (ties go to the smaller id)."""
+    from goose.engine import top_two
+
+    g = torch.Generator().manual_seed(11)
+    rows = [torch.randn(5000, generator=g) * scale for scale in (0.5, 3.0, 8.0)]
+    tied = torch.randn(5000, generator=g)
+    tied[[10, 700, 4000]] = 9.0
+    rows += [tied, torch.zeros(5000)]
+    for i, row in enumerate(rows):
+        sampler = Sampler(Sampling(t, k, p, 3), [1, 2, i])
+        for position in range(40):
+            full = sampler.perturbed(row, position)
+            want = top_two(full, int(full.argmax()))
+            got = sampler.choose(row, position)
+            assert got[0] == want[0]
+            if got[2] == -1:  # a single token kept
+                assert int(torch.isfinite(full).sum()) == 1 and got[1] == float("inf")
+            else:
+                assert got[1:] == (pytest.approx(want[1], abs=0), want[2])
+
+
+def test_the_nucleus_keeps_every_token_tied_at_its_edge_and_ranks_only_what_it_needs(monkeypatch):
+    row = torch.tensor([5.0, 3.0, 3.0, 3.0, 0.0, -1.0])
+    ids, values = kept_tokens(row, 1.0, 0, 0.9)
+    assert ids.tolist() == [0, 1, 2, 3] and torch.equal(values, row[:4])  # p(5) ~ 0.79 < 0.9: the tied 3s all stay
+    wide = torch.randn(49152, generator=torch.Generator().manual_seed(0))
+    monkeypatch.setattr(sampling_module, "NUCLEUS_FIRST", 8)  # the first ranking falls short: it ranks more
+    ids8, _ = kept_tokens(wide, 1.0, 0, 0.5)
+    monkeypatch.setattr(sampling_module, "NUCLEUS_FIRST", 49152)
+    assert torch.equal(ids8, kept_tokens(wide, 1.0, 0, 0.5)[0]) and 1000 < ids8.numel() < 49152
 
 
 @pytest.mark.parametrize("t, k, p", [*SETTINGS, (0.3, 5, 1.0), (1.5, 0, 0.5), (1.0, 0, 0.999)])

@@ -203,7 +203,11 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
     assert len(pld) == 4 and all(",2,3,8/8" in line for line in pld)  # 2 passes, 3 questions, lossless
     cells = {line.split(",")[5]: line.split(",")[6:10] for line in t if ",ar," in line}
     assert cells["mean accepted tokens"] == ["1.00 ± 0.00"] * 4 == cells["tau"]  # AR: nothing drafted, either pass
-    assert all(float(c.split(" ")[0]) >= 1 for line in pld for c in line.split(",")[6:10])
+    # tau and accepted tokens can never fall below 1; a speedup is wall clock (PLD accepts almost nothing on the
+    # tiny model, so it sits at 1 +- noise): only a positive number is asked of it here
+    for line in pld:
+        metric, values = line.split(",")[5], [float(c.split(" ")[0]) for c in line.split(",")[6:10]]
+        assert all(v >= 1 for v in values) if metric in ("tau", "mean accepted tokens") else all(v > 0 for v in values)
     assert (out / "spec_bench_figure.png").stat().st_size > 0
 
 

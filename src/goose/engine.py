@@ -270,7 +270,6 @@ def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0
     res.path = walk(draft.parents, draft.tokens, choose)
     res.bonus = picks[res.path[-1]][0]
     res.margins, res.runners_up = [picks[i][1] for i in res.path], [picks[i][2] for i in res.path]
-    sampler.forget_through(emitted[res.path[-1]] - 1)  # the next root sits at the bonus's position
     return res
 
 

@@ -3,7 +3,9 @@
 - `exact`: the same tokens.
 - `numerics`: the first differing token is a swap of a near-tie: where AR chose a over b, this run chose b over a
   (each run's runner-up is the other's choice), and both margins (top-1 minus top-2 logit of the row that chose
-  the token, perturbed under sampling) are within the dtype's tolerance. Verifying T tokens in one forward, or N
+  the token, perturbed under sampling) are within the dtype's tolerance. A margin of exactly 0 is a tie of two
+  or more tokens, whose recorded runner-up is any one of them: that side's runner-up need not be the other's
+  choice, so long as the other side's is (half precision ties three ways at a logit of 32). Verifying T tokens in one forward, or N
   requests in one batch, sums in another order than AR's one-token forward, which can move logits by a few
   units in the last place: at a near-tie that flips the choice, and everything after it follows another text.
 - `diverged`: anything else; a bug until shown otherwise.
@@ -58,6 +60,7 @@ def classify(tokens: list[int], margins: list[float], runners_up: list[int], ar_
     if i >= min(len(tokens), len(ar_tokens)) or not ar_margins or i >= len(ar_margins) or i >= len(margins):
         return Verdict(DIVERGED, i, margins[i] if i < len(margins) else None,
                        ar_margins[i] if ar_margins and i < len(ar_margins) else None, tol)
-    swapped = runners_up[i] == ar_tokens[i] and ar_runners_up[i] == tokens[i]
+    mine, theirs = runners_up[i] == ar_tokens[i], ar_runners_up[i] == tokens[i]
+    swapped = (mine or margins[i] == 0) and (theirs or ar_margins[i] == 0) and (mine or theirs)
     near = margins[i] <= tol and ar_margins[i] <= tol
     return Verdict(NUMERICS if swapped and near else DIVERGED, i, margins[i], ar_margins[i], tol)

@@ -48,7 +48,8 @@ def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str) -> st
     method = {k: v for k, v in spec.method.record().items() if k not in data_paths(spec.method.config)}
     kept = {**spec.settings("hashed"), "model": spec.model.hashed(), "benchmark": spec.benchmark.hashed(),
             "method": {"name": spec.method.name, "drafter": method}, "model_fingerprint": model.fingerprint,
-            "prompts_fingerprint": prompts_fp, "data_fingerprint": data_fp, "row_schema": ROW_SCHEMA}
+            "prompts_fingerprint": prompts_fp, "data_fingerprint": data_fp, "row_schema": ROW_SCHEMA,
+            **spec.sampling.noise_key()}
     return digest(kept, 12)
 
 

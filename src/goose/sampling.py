@@ -3,8 +3,9 @@
 The token emitted at absolute position t (the prompt holds positions 0..n-1, so the first new
 token is at n) is argmax_v(filtered_t[v] + g_t[v]), where filtered_t is the logits that predict
 position t divided by the temperature, then cut to the top-k, then to the top-p nucleus (Hugging
-Face's order; cut entries are -inf), and g_t is Gumbel(0, 1) noise drawn from a generator seeded
-by a hash of (seed, prompt fingerprint, t). Given the prefix, g_t is independent of it, so the
+Face's order; cut entries are -inf), and g_t[v] is Gumbel(0, 1) noise, a pure function of (a hash of
+(seed, prompt fingerprint, t), v): a counter-based generator, so the noise of the few tokens that can
+win is drawn without the rest (`Sampler.choose`). Given the prefix, g_t is independent of it, so the
 token is an exact draw from the filtered softmax; and because g_t depends on t alone, a draft
 node that predicts position t sees the same noise whichever step or sibling verifies it. The
 engine's walk therefore stays a greedy walk on perturbed logits, and every method emits exactly
@@ -69,6 +70,11 @@ class Sampling:
         return {"temperature": float(self.temperature), "top_k": self.top_k, "top_p": float(self.top_p),
                 "seed": self.seed}
 
+    def noise_key(self) -> dict:
+        """What hashes and reference keys add when sampling: the noise generator's revision (another generator
+        draws other tokens for the same seed, so no row or AR reference of the old one may be reused)."""
+        return {} if self.greedy else {"noise": NOISE_REVISION}
+
     def label(self) -> str:
         """A readable tag for folder and run names ('' when greedy)."""
         if self.greedy:
@@ -92,62 +98,149 @@ def noise_seed(seed: int, fingerprint: str, position: int) -> int:
     return int.from_bytes(hashlib.sha256(blob).digest()[:8], "little") & ((1 << 63) - 1)
 
 
+# The noise of token v at one position is a pure function of (that position's seed, v): splitmix64 of
+# seed + (v + 1) * golden, its top NOISE_BITS bits as a uniform in (0, 1), then -log(-log(u)). Any subset of
+# the vocabulary is drawn without drawing the rest, and identically on every device (integer arithmetic,
+# logs in float64 on the CPU). With NOISE_BITS bits the noise lies in [GUMBEL_MIN, GUMBEL_MAX], which bounds
+# which tokens can still win once a few have been drawn.
+NOISE_BITS = 24
+NOISE_REVISION = 2  # 1: a torch generator per position, seeded by the hash, over the whole vocabulary
+_GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def _int64(c: int) -> int:
+    """An unsigned 64-bit constant as the int64 with the same bits."""
+    return c - (1 << 64) if c >= 1 << 63 else c
+
+
+def _shr(z: torch.Tensor, s: int) -> torch.Tensor:
+    """Logical right shift of int64 bits (torch's >> is arithmetic)."""
+    return (z >> s) & ((1 << (64 - s)) - 1)
+
+
+def _uniform_bits(seed: int, ids: torch.Tensor) -> torch.Tensor:
+    """The NOISE_BITS-bit integer of each token id (int64, wrapping arithmetic as in C)."""
+    z = (ids.to(torch.int64) + 1) * _int64(_GOLDEN) + _int64(seed & ((1 << 64) - 1))
+    z = (z ^ _shr(z, 30)) * _int64(_MIX1)
+    z = (z ^ _shr(z, 27)) * _int64(_MIX2)
+    return _shr(z ^ _shr(z, 31), 64 - NOISE_BITS)
+
+
+def _gumbel_of(k: torch.Tensor) -> torch.Tensor:
+    u = (k.double() + 0.5) / (1 << NOISE_BITS)  # never 0 or 1
+    return (-torch.log(-torch.log(u))).float()
+
+
+GUMBEL_MIN = float(_gumbel_of(torch.tensor([0])))
+GUMBEL_MAX = float(_gumbel_of(torch.tensor([(1 << NOISE_BITS) - 1])))
+
+
+def gumbel_at(seed: int, ids: torch.Tensor) -> torch.Tensor:
+    """Gumbel(0, 1) noise of the token ids `ids` at the position whose seed is `seed` (float32, on ids' device;
+    computed on the CPU so every device gets the same numbers)."""
+    return _gumbel_of(_uniform_bits(seed, ids.cpu())).to(ids.device)
+
+
 def gumbel(seed: int, size: int) -> torch.Tensor:
-    """Gumbel(0, 1) noise, float32 on the CPU (the same numbers on every device)."""
-    u = torch.rand(size, generator=torch.Generator().manual_seed(seed), dtype=torch.float32)
-    return -torch.log(-torch.log(u))  # u = 0 gives -inf: never chosen, as it should be
+    """The noise of tokens 0 .. size - 1 (a whole vocabulary row), float32 on the CPU."""
+    return gumbel_at(seed, torch.arange(size))
+
+
+NUCLEUS_FIRST = 64  # candidates ranked first when cutting a nucleus; more only when their mass falls short
+
+
+def kept_tokens(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the filter keeps of a 1-D logits row: (token ids ascending, their logits / temperature in float32).
+
+    Top-k keeps every token at least as likely as the k-th (ties with it kept, as Hugging Face does). Top-p then
+    keeps the most likely tokens, in order, until the mass of those before one reaches top_p (the one that
+    crosses it is kept, and every token tied with the last kept one): the nucleus of Hugging Face's TopPLogitsWarper,
+    found by ranking only as many candidates as it needs, not the whole vocabulary (at an exact tie on the
+    nucleus edge Hugging Face's result depends on its sort order; this keeps every tied token)."""
+    x = logits.float() / temperature
+    V = x.shape[-1]
+    ids = None
+    if top_k and top_k < V:
+        kth = x.topk(top_k).values[-1]
+        ids = (x >= kth).nonzero().squeeze(-1)
+    if top_p < 1.0:
+        pool = x if ids is None else x[ids]
+        lse = torch.logsumexp(pool, -1)
+        m = min(NUCLEUS_FIRST, pool.shape[-1])
+        while True:
+            vals, order = pool.topk(m)  # descending
+            probs = (vals - lse).exp().double().cpu()
+            before = probs.cumsum(0) - probs  # mass of the more likely ones (sequential: prefix-consistent)
+            inside = int((before < top_p).sum())
+            last = vals[max(inside, 1) - 1]
+            if (inside < m and vals[-1] < last) or m == pool.shape[-1]:
+                break
+            m = min(m * 8, pool.shape[-1])
+        chosen = (pool >= last).nonzero().squeeze(-1)
+        ids = chosen if ids is None else ids[chosen]
+    if ids is None:
+        ids = torch.arange(V, device=x.device)
+    return ids, x[ids]
 
 
 def filter_logits(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
-    """Float32 logits / temperature, then the top-k cut (ties with the k-th kept), then the top-p cut
-    (the least likely tokens whose probabilities sum to at most 1 - top_p are removed; the most
-    likely one always stays); cut entries are -inf. The last dimension is the vocabulary."""
-    x = logits.float() / temperature
-    if top_k and top_k < x.shape[-1]:
-        kth = x.topk(top_k, dim=-1).values[..., -1:]
-        x = x.masked_fill(x < kth, -math.inf)
-    if top_p < 1.0:
-        ascending, order = x.sort(dim=-1)
-        below = ascending.softmax(dim=-1).cumsum(dim=-1) <= 1 - top_p
-        below[..., -1] = False
-        x = x.masked_fill(below.scatter(-1, order, below), -math.inf)
-    return x
+    """Float32 logits / temperature with every token the filter cuts (kept_tokens) set to -inf. The last
+    dimension is the vocabulary; rows are filtered one by one."""
+    if logits.dim() > 1:
+        return torch.stack([filter_logits(r, temperature, top_k, top_p) for r in logits.reshape(-1, logits.shape[-1])]
+                           ).reshape(logits.shape)
+    ids, values = kept_tokens(logits, temperature, top_k, top_p)
+    out = torch.full(logits.shape, -math.inf, dtype=torch.float32, device=logits.device)
+    out[ids] = values
+    return out
 
 
 class Sampler:
-    """Draws the tokens of one generation. Noise is made once per position and reused, so every step
-    and every sibling that predicts a position sees the same noise."""
+    """Draws the tokens of one generation: the token emitted at position t is the argmax over the kept tokens of
+    (filtered logit + the noise of (t, token)). Noise is drawn only for the tokens that can come first or
+    second: the kept ones under a top-k or top-p cut, else those whose logit plus GUMBEL_MAX reaches the
+    second-best score among the likeliest few."""
+
+    CONTENDERS_FIRST = 16
 
     def __init__(self, sampling: Sampling, prompt: list[int]):
         self.sampling = sampling
         self.fingerprint = prompt_fingerprint(prompt)
-        self._noise: dict[int, torch.Tensor] = {}
+        self._seeds: dict[int, int] = {}
 
-    def noise(self, position: int, size: int, device: torch.device) -> torch.Tensor:
-        g = self._noise.get(position)
-        if g is None or g.device != device or g.numel() != size:
-            g = gumbel(noise_seed(self.sampling.seed, self.fingerprint, position), size).to(device)
-            self._noise[position] = g
-        return g
-
-    def forget_through(self, position: int) -> None:
-        """Drop the noise of positions already emitted (no later step predicts them again)."""
-        for p in [p for p in self._noise if p <= position]:
-            del self._noise[p]
+    def seed(self, position: int) -> int:
+        s = self._seeds.get(position)
+        if s is None:
+            if len(self._seeds) > 4096:
+                self._seeds.clear()
+            s = self._seeds[position] = noise_seed(self.sampling.seed, self.fingerprint, position)
+        return s
 
     def perturbed(self, logits: torch.Tensor, position: int) -> torch.Tensor:
-        """The filtered logits of the row that predicts `position`, plus that position's noise."""
+        """The whole filtered row that predicts `position` plus that position's noise (cut tokens: -inf)."""
         s = self.sampling
-        return filter_logits(logits, s.temperature, s.top_k, s.top_p) + self.noise(position, logits.shape[-1],
-                                                                                  logits.device)
+        noise = gumbel_at(self.seed(position), torch.arange(logits.shape[-1], device=logits.device))
+        return filter_logits(logits, s.temperature, s.top_k, s.top_p) + noise
 
     def choose(self, logits: torch.Tensor, position: int) -> tuple[int, float, int]:
         """The token emitted at `position`, from the 1-D logits row that predicts it, the margin of its
-        perturbed score over the runner-up, and the runner-up."""
-        from goose.engine import top_two
-
-        scores = self.perturbed(logits, position)
-        return top_two(scores, int(scores.argmax()))
+        perturbed score over the runner-up, and the runner-up (-1 when nothing else is kept). The same as
+        `perturbed(...)`'s argmax and top two, ties going to the smaller token id."""
+        s, seed = self.sampling, self.seed(position)
+        ids, x = kept_tokens(logits, s.temperature, s.top_k, s.top_p)
+        if not s.top_k and s.top_p >= 1.0 and ids.numel() > self.CONTENDERS_FIRST:
+            first = x.topk(self.CONTENDERS_FIRST).indices
+            second = (x[first] + gumbel_at(seed, first)).topk(2).values[1]
+            ids = (x + GUMBEL_MAX >= second).nonzero().squeeze(-1)  # no other token can come first or second
+            x = x[ids]
+        scores = x + gumbel_at(seed, ids)
+        if ids.numel() == 1:
+            return int(ids[0]), math.inf, -1
+        values, at = scores.topk(2)
+        best = (scores == values[0]).nonzero()[0, 0]  # the smaller id among equal scores (ids ascend)
+        other = at[1] if int(at[0]) == int(best) else at[0]
+        return int(ids[best]), float(scores[best] - scores[other]), int(ids[other])
 
     def pick(self, logits: torch.Tensor, position: int) -> int:
         return self.choose(logits, position)[0]

@@ -207,4 +207,5 @@ def reference_key(spec, ident: RunIdentity, ids: list[int], stops: frozenset[int
     the conditions its timing is compared under; `n` is this prompt's new-token limit."""
     return digest({**spec.settings("reference"), "max_new_tokens": n, "model": ident.model.fingerprint,
                    "prompt": list(ids), "device_name": env["device_name"], "threads": ident.conditions["threads"],
-                   "stops": sorted(stops), "torch": env["torch"], "transformers": env["transformers"]}, 24)
+                   "stops": sorted(stops), "torch": env["torch"], "transformers": env["transformers"],
+                   **spec.sampling.noise_key()}, 24)
