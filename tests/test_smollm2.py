@@ -90,6 +90,7 @@ def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path)
     prompts = load_prompts("humaneval")[:1] + load_prompts("mt_bench")[:1]
     drafters = [GooseDrafter(), PromptLookupDrafter(), TokenRecyclingDrafter(), LookaheadDrafter(), SuffixDrafter(),
                 GooseSuffixDrafter()]
+    changed = []  # per prompt: (sampling left greedy's text, the two seeds differ)
     for p in prompts:
         ids = tok(p.text).input_ids
         greedy = generate(engine, ids, Drafter(), 40, stops).tokens
@@ -101,7 +102,10 @@ def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path)
             for d in drafters:
                 assert generate(engine, ids, d, 40, stops, s).tokens == ref, (p.id, seed, type(d).__name__)
             outs.append(ref)
-        assert greedy not in outs and outs[0] != outs[1]
+        changed.append((greedy not in outs, outs[0] != outs[1]))
+    # Not per prompt: two seeds can draw the same text (MT-Bench's first prompt ends at once with p(EOS) = 0.18
+    # under both seeds of noise revision 2)
+    assert any(c[0] for c in changed) and any(c[1] for c in changed), changed
 
 
 def test_a_copied_model_with_one_tensor_changed_is_another_model(tmp_path):
