@@ -5,9 +5,10 @@
   (each run's runner-up is the other's choice), and both margins (top-1 minus top-2 logit of the row that chose
   the token, perturbed under sampling) are within the dtype's tolerance. A margin of exactly 0 is a tie of two
   or more tokens, whose recorded runner-up is any one of them: that side's runner-up need not be the other's
-  choice, so long as the other side's is (half precision ties three ways at a logit of 32). Verifying T tokens in one forward, or N
-  requests in one batch, sums in another order than AR's one-token forward, which can move logits by a few
-  units in the last place: at a near-tie that flips the choice, and everything after it follows another text.
+  choice, so long as the other side's is (half precision ties three ways at a logit of 32). Verifying T tokens
+  in one forward, or N requests in one batch, sums in another order than AR's one-token forward, which can move
+  logits by a few units in the last place: at a near-tie that flips the choice, and everything after it follows
+  another text.
 - `diverged`: anything else; a bug until shown otherwise.
 
 The tolerance is TOLERANCE_ULPS units in the last place of the dtype at a logit of LOGIT_SCALE, the size the
