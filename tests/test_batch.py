@@ -269,3 +269,83 @@ def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
     surface = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.05, 1.2], [1.2, 1.5, 2.2]])
     hopeful = [[1.0, 1.6, 2.2, 2.9]] * 4
     assert choose_width(hopeful, surface, 4) == 4 and choose_width([c.scaled(g) for g in hopeful], surface, 4) < 4
+
+
+# --- a batch that stops drafting where no width pays ----------------------------------------------
+def test_the_pause_lasts_until_fewer_requests_are_in_flight_or_its_steps_run_out():
+    from goose.batch_decode import Pause
+
+    p = Pause()
+    assert p.drafts(16)
+    p.decided(3, 16)  # a width paid: keep drafting
+    assert p.drafts(16)
+    p.decided(1, 16)  # none paid at 16 requests
+    assert [p.drafts(16) for _ in range(Pause.MAX_STEPS)] == [False] * Pause.MAX_STEPS
+    assert p.drafts(16)  # the steps ran out: look again
+    p.decided(1, 16)
+    assert not p.drafts(16) and not p.drafts(17) and p.drafts(15)  # one request fewer: look again at once
+    p.decided(4, 15)
+    assert p.drafts(15)
+
+
+def test_drafting_overhead_counts_only_for_widths_that_draft():
+    surface = CostSurface([1, 16], [1, 2, 3], [[1.0, 1.0, 1.0], [1.0, 1.3, 1.7]])
+    gains = [[1.0, 1.43, 1.9]] * 16
+    assert choose_width(gains, surface, 16) == 3  # 1.9 / 1.7 > 1.43 / 1.3 > 1
+    assert choose_width(gains, surface, 16, overhead_s=0.05) == 1  # 16 requests x 0.05 of drafting: AR wins
+    assert choose_width(gains[:1], surface, 1, overhead_s=0.05) == 3  # one request: the same overhead is small
+
+
+@pytest.mark.parametrize("name", ["goose@auto", "goose-suffix@auto", "tr@auto", "suffix@auto:run", "pld@auto"])
+def test_a_batch_that_pauses_drafting_still_returns_ar_tokens(name, tiny, monkeypatch):
+    """An overhead so large no width pays: the batch pauses, drafters are told `skipped` (SuffixDecoding keeps
+    its request's tokens), then a cheaper one resumes drafting mid-request: AR's tokens throughout."""
+    import goose.batch_decode as batch_decode
+
+    if "suffix" in name:
+        pytest.importorskip("arctic_inference")
+    template, _ = method_drafter(name)
+    template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
+    prompts = many_prompts()
+    want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
+    surface = CostSurface([1, 4], [1, 64], [[1.0, 1.3], [1.2, 2.0]])
+    skipped = []
+    real_skipped = type(template).skipped
+
+    def counting(self, context):
+        skipped.append(len(context))
+        real_skipped(self, context)
+
+    monkeypatch.setattr(type(template), "skipped", counting)
+    monkeypatch.setattr(batch_decode, "DRAFT_OVERHEAD", 1e6)
+    got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in prompts], cost=surface)
+    assert [g.tokens for g in got] == want and skipped
+    assert all(max(g.widths) == 1 for g in got)  # nothing but roots verified
+
+    looks = iter([1] + [4] * 1000)  # pause at 4 requests in flight, draft again once fewer are
+    monkeypatch.setattr(batch_decode, "choose_width", lambda gains, cost, n, overhead_s=0.0: next(looks))
+    got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in prompts], cost=surface)
+    assert [g.tokens for g in got] == want
+    assert any(w > 1 for g in got for w in g.widths)
+
+
+def test_a_batch_harvests_a_prompt_only_when_its_drafter_first_needs_it(tiny):
+    """The batch's prefill leaves the prompt's top-k for later (topk_later): the table a drafter reads first is
+    the one an immediate harvest gives, and a request that never drafts never computes it."""
+    from goose.tree import AdjacencyHarvester
+
+    prompt = many_prompts()[1]
+    now = Engine(tiny).prefill(prompt, topk=4)
+    engine = BatchEngine(tiny, rows=2)
+    _, later = engine.admit(prompt, topk=4)
+    assert later.topk_ids is None and later.bonus == now.bonus
+    calls = []
+    wrapped = later.topk_later
+    later.topk_later = lambda: calls.append(1) or wrapped()
+    eager, lazy = AdjacencyHarvester(4, True), AdjacencyHarvester(4, True)
+    eager.start(prompt + [now.bonus], now)
+    lazy.start(prompt + [later.bonus], later)
+    assert not calls and lazy.pending
+    assert lazy.table.unigram == eager.table.unigram and lazy.table.bigram == eager.table.bigram and calls == [1]
+    _ = lazy.table
+    assert calls == [1] and not lazy.pending

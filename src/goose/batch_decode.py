@@ -13,10 +13,10 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from goose.batch_engine import BatchEngine
-from goose.cost_surface import Calibration, choose_width
+from goose.cost_surface import DRAFT_OVERHEAD, Calibration, choose_width
 from goose.decode import BONUS, Generation, commit
 from goose.drafter import Drafter
-from goose.engine import _sync
+from goose.engine import Draft, _sync
 from goose.sampling import Sampling
 
 
@@ -36,6 +36,30 @@ class Served(Generation):
     first_token_s: float = 0.0
     done_s: float = 0.0
     widths_chosen: list[int] = field(default_factory=list)
+
+
+class Pause:
+    """budget=auto in a batch: a step whose best width was 1 (no draft paid at n requests in flight) stops drafting
+    until fewer than n requests are in flight (a smaller forward may pay for a draft) or MAX_STEPS steps have
+    passed, so a batch where drafting does not pay costs what AR costs: no drafter proposes, harvests or reads its
+    prompt's top-k meanwhile. It depends on the tokens only (the widths chosen), so a run repeats exactly."""
+
+    MAX_STEPS = 64
+
+    def __init__(self):
+        self.left, self.rows = 0, 0
+
+    def drafts(self, rows: int) -> bool:
+        """Whether this step, with `rows` requests in flight, drafts (counts a paused step down)."""
+        if self.left and rows >= self.rows:
+            self.left -= 1
+            return False
+        self.left = 0
+        return True
+
+    def decided(self, width: int, rows: int) -> None:
+        if width == 1:
+            self.left, self.rows = self.MAX_STEPS, rows
 
 
 @dataclass
@@ -59,6 +83,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
     flights: list[_Flight] = []  # row order: flights[r] is in row r
     out: list[Served | None] = [None] * len(requests)
     calibration = Calibration()
+    pause = Pause()
 
     def done(f: _Flight) -> None:
         f.request.drafter.stop()
@@ -86,10 +111,17 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
                 flights.append(f)
         if not flights:
             continue
-        drafts = [f.request.drafter.propose(f.context) for f in flights]
-        width = choose_width([calibration.scaled(d.gains) for d in drafts], cost, len(drafts)) \
-            if cost is not None and all(d.gains is not None for d in drafts) else None
-        topk = flights[0].request.drafter.capabilities.topk
+        drafting = pause.drafts(len(flights))
+        if drafting:
+            drafts = [f.request.drafter.propose(f.context) for f in flights]
+        else:  # no width paid at the last look: AR's step, and no drafter is asked or told anything
+            drafts = [Draft([f.context[-1]], [-1]) for f in flights]
+        width = None
+        if drafting and cost is not None and all(d.gains is not None for d in drafts):
+            width = choose_width([calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
+                                 DRAFT_OVERHEAD * cost(1, 1))
+            pause.decided(width, len(drafts))
+        topk = flights[0].request.drafter.capabilities.topk if drafting else 0
         results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=width)
         finished_rows = []
         for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
@@ -101,12 +133,15 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
                 calibration.observe(d.gains, width, len(res.path))
             new = [d.tokens[i] for i in res.path[1:]] + [res.bonus]
             new, finished = commit(new, f.request.max_new_tokens - len(g.tokens), stop_ids)
-            g.origins.extend([*f.request.drafter.origins(res.path), BONUS][: len(new)])
+            g.origins.extend([*(f.request.drafter.origins(res.path) if drafting else []), BONUS][: len(new)])
             g.margins.extend(res.margins[: len(new)])
             g.runners_up.extend(res.runners_up[: len(new)])
             g.tokens.extend(new)
             f.context.extend(new)
-            f.request.drafter.accepted(res, f.context)
+            if drafting:
+                f.request.drafter.accepted(res, f.context)
+            else:
+                f.request.drafter.skipped(f.context)
             if finished:
                 finished_rows.append(r)
         for r in sorted(finished_rows, reverse=True):  # the last row moves into a freed one

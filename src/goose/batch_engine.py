@@ -26,6 +26,13 @@ from goose.kv_cache import grown_capacity, new_cache
 from goose.sampling import Sampler
 
 
+@torch.inference_mode()
+def _prompt_topk(head, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    from goose.engine import topk_rows
+
+    return topk_rows(head(hidden).float(), k)
+
+
 class BatchLayer(DynamicLayer):
     """One layer's cache of `rows` requests; a forward writes its n rows' entries at slot `end`."""
 
@@ -102,20 +109,23 @@ class BatchEngine:
     @torch.inference_mode()
     def admit(self, prompt: list[int], topk: int = 0, sampler: Sampler | None = None) -> tuple[int, Verification]:
         """Prefill `prompt` alone and copy its cache into the next free row: (its row, the prefill's result)."""
-        from goose.engine import choose_token, topk_rows
+        from goose.engine import choose_token
 
         if self.active >= self.rows:
             raise GooseError("every row is taken: release one first.")
         if not prompt:
             raise GooseError("empty prompt: nothing to condition on.")
         single = new_cache(self.model.config, self.max_positions)
-        out = self.model(input_ids=torch.tensor([prompt], device=self.device), cache=single, use_cache=True,
-                         logits_to_keep=0 if topk else 1)
-        logits = out.logits[0]
-        bonus, margin, other = choose_token(logits[-1], len(prompt), sampler)
+        # The decoder alone, then the output layer on the last position: the bonus as AR's prefill computes it, and
+        # the prompt's top-k (the output layer over every position) only when a drafter asks (topk_later).
+        out = self.model.get_decoder()(input_ids=torch.tensor([prompt], device=self.device), cache=single,
+                                       use_cache=True)
+        hidden = out.last_hidden_state[0]
+        head = self.model.get_output_embeddings()
+        bonus, margin, other = choose_token(head(hidden[-1:])[0], len(prompt), sampler)
         res = Verification(path=[0], bonus=bonus, width=len(prompt), margins=[margin], runners_up=[other])
         if topk:
-            res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
+            res.topk_later = lambda: _prompt_topk(head, hidden, topk)
         row, n = self.active, len(prompt)
         for layer, src in zip(self.cache.layers, out.cache.layers):
             layer.lazy_initialization(src.keys, src.values)

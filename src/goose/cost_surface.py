@@ -41,14 +41,22 @@ class CostSurface:
         return cls(d["rows"], d["widths"], d["seconds"])
 
 
-def choose_width(gains: list[list[float]], cost, requests: int) -> int:
-    """The width W (nodes per request, root included) maximising sum_r gains_r(min(W, len_r)) / cost(requests, W):
-    every request verifies at most its W most valuable nodes, and the padded forward costs the same whatever
-    a row holds below W. gains_r[k - 1] is request r's expected tokens from its first k nodes."""
+# What drafting costs a request per step beside the forward (proposing, harvesting, the prompt's top-k spread
+# over its steps), as a share of one request's one-node forward: measured on SmolLM2 on 2 CPU cores at concurrency
+# 16 as 0.4-0.5 ms per request-step against 27.6 ms (docs/results/concurrency.md). At one request it is noise;
+# at 16 a request's share of AR's forward is 3 ms, and it decides whether drafting pays.
+DRAFT_OVERHEAD = 0.02
+
+
+def choose_width(gains: list[list[float]], cost, requests: int, overhead_s: float = 0.0) -> int:
+    """The width W (nodes per request, root included) maximising sum_r gains_r(min(W, len_r)) / (cost(requests, W)
+    + requests * overhead_s for W > 1): every request verifies at most its W most valuable nodes, the padded forward
+    costs the same whatever a row holds below W, and drafting costs each request `overhead_s` a step (W = 1 is a
+    step that need not draft at all). gains_r[k - 1] is request r's expected tokens from its first k nodes."""
     best_w, best_rate = 1, -1.0
     for w in range(1, max(len(g) for g in gains) + 1):
         expected = sum(g[min(w, len(g)) - 1] for g in gains)
-        rate = expected / cost(requests, w)
+        rate = expected / (cost(requests, w) + (requests * overhead_s if w > 1 else 0.0))
         if rate > best_rate:
             best_w, best_rate = w, rate
     return best_w

@@ -139,6 +139,10 @@ class Drafter:
         """After each verify: `result.path` indexes the proposed draft; `context` already holds
         the committed tokens (accepted nodes and the bonus)."""
 
+    def skipped(self, context: list[int]) -> None:
+        """A step verified without a draft of this drafter (a batch that drafts nothing while no width pays):
+        `context` already holds the committed token. No propose, no `accepted` for it."""
+
     def stop(self) -> None:
         """The request is done: nothing more will be committed (SuffixDecoding files its response)."""
 

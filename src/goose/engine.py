@@ -11,6 +11,7 @@ The engine knows nothing about how a draft was made.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -64,6 +65,8 @@ class Verification:
     (the rest never reached the forward: a drafter learns from nodes below `width` only).
     topk_ids / topk_scores: [T, k] top-k of every node's logits (None when k = 0),
     what adjacency drafters harvest, rejected nodes included.
+    topk_later: a batch's prefill leaves the prompt's top-k uncomputed: this returns (scores, ids) when a drafter
+    first needs them (a request that never drafts never pays for the whole vocabulary at every prompt position).
     """
 
     path: list[int]
@@ -77,6 +80,7 @@ class Verification:
     # the row that chose it (perturbed under sampling), what tells a near-tie from a clear choice
     margins: list[float] = field(default_factory=list)
     runners_up: list[int] = field(default_factory=list)  # ... and the token that came second there
+    topk_later: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None
 
 
 def check_supported(config) -> None:

@@ -138,6 +138,9 @@ class SuffixLifecycle:
         super().accepted(result, context)
         self.suffix.commit(context)
 
+    def skipped(self, context) -> None:
+        self.suffix.commit(context)
+
     def stop(self) -> None:
         self.suffix.stop()
 

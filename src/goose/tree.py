@@ -127,22 +127,36 @@ class AdjacencyHarvester:
     every verified node, rejected ones included."""
 
     def __init__(self, k: int, bigram: bool, keep: bool = False):
-        self.table = AdjacencyTable(k=k, bigram=bigram)
+        self._table = AdjacencyTable(k=k, bigram=bigram)
         self.keep = keep  # across prompts (memory=run, e.g. Token Recycling's hot start)
+        self.pending: list[tuple[list[int], object]] = []  # prompts whose top-k a batch's prefill left for later
+
+    @property
+    def table(self) -> AdjacencyTable:
+        """The table, with every prompt harvest still pending done first (in the order the prompts started)."""
+        while self.pending:
+            prompt, later = self.pending.pop(0)
+            scores, ids = later()
+            self._table.harvest(prompt, [None, *prompt[:-1]], ids, scores)
+        return self._table
 
     def save(self) -> tuple[dict, dict]:
         # Rows are replaced on harvest, never mutated: copying the dicts copies the table.
         return dict(self.table.unigram), dict(self.table.bigram)
 
     def restore(self, saved: tuple[dict, dict]) -> None:
-        self.table.unigram, self.table.bigram = dict(saved[0]), dict(saved[1])
+        self.pending.clear()
+        self._table.unigram, self._table.bigram = dict(saved[0]), dict(saved[1])
 
     def start(self, context: list[int], prefill: Verification) -> None:
         if not self.keep:
-            self.table.clear()
+            self.pending.clear()
+            self._table.clear()
+        prompt = context[:-1]
         if prefill.topk_ids is not None:
-            prompt = context[:-1]
             self.table.harvest(prompt, [None, *prompt[:-1]], prefill.topk_ids, prefill.topk_scores)
+        elif prefill.topk_later is not None:
+            self.pending.append((prompt, prefill.topk_later))
 
     def harvest(self, nodes: TreeNodes, result: Verification) -> None:
         if result.topk_ids is None:
