@@ -117,6 +117,8 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
                         cell.diverged += v.kind not in (EXACT, NUMERICS)
                         if v.kind != EXACT:
                             cell.margins.append((v.margin, v.ar_margin))
+                            print(f"    {name} at concurrency {c}: {v.kind} at token {v.index}, margin {v.margin} "
+                                  f"here, {v.ar_margin} in AR", flush=True)
                         cell.tokens += len(g.tokens)
                         cell.steps += g.steps
                         cell.widths += g.widths
