@@ -54,10 +54,6 @@ class Cell:
                 "margins": self.margins}
 
 
-def n_tok_of(gens) -> int:
-    return sum(len(g.tokens) for g in gens)
-
-
 def _tpot(g) -> float | None:
     return (g.done_s - g.first_token_s) / (len(g.tokens) - 1) * 1e3 if len(g.tokens) > 1 else None
 
@@ -122,7 +118,7 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
                         cell.tokens += len(g.tokens)
                         cell.steps += g.steps
                         cell.widths += g.widths
-                    print(f"    {name} at concurrency {c}: {n_tok_of(gens)} tokens, exact {cell.exact} / numerics "
+                    print(f"    {name} at concurrency {c}: {walls[name][0]} tokens, exact {cell.exact} / numerics "
                           f"{cell.numerics} / diverged {cell.diverged}", flush=True)
             ar_tps = walls["ar"][0] / walls["ar"][1]
             for name, (n_tok, wall) in walls.items():

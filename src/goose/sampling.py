@@ -179,8 +179,8 @@ def kept_tokens(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p:
             m = min(m * 8, pool.shape[-1])
         chosen = (pool >= last).nonzero().squeeze(-1)
         ids = chosen if ids is None else ids[chosen]
-    if ids is None:
-        ids = torch.arange(V, device=x.device)
+    if ids is None:  # nothing cut: the whole row, uncopied
+        return torch.arange(V, device=x.device), x
     return ids, x[ids]
 
 
@@ -207,15 +207,10 @@ class Sampler:
     def __init__(self, sampling: Sampling, prompt: list[int]):
         self.sampling = sampling
         self.fingerprint = prompt_fingerprint(prompt)
-        self._seeds: dict[int, int] = {}
 
     def seed(self, position: int) -> int:
-        s = self._seeds.get(position)
-        if s is None:
-            if len(self._seeds) > 4096:
-                self._seeds.clear()
-            s = self._seeds[position] = noise_seed(self.sampling.seed, self.fingerprint, position)
-        return s
+        """The key of `position`'s noise (a few microseconds: recomputed, not kept)."""
+        return noise_seed(self.sampling.seed, self.fingerprint, position)
 
     def perturbed(self, logits: torch.Tensor, position: int) -> torch.Tensor:
         """The whole filtered row that predicts `position` plus that position's noise (cut tokens: -inf)."""

@@ -152,11 +152,12 @@ class AdjacencyHarvester:
         if not self.keep:
             self.pending.clear()
             self._table.clear()
-        prompt = context[:-1]
+        # Harvested when the table is next read, after any prompt still pending (a batch's prefill computes the
+        # top-k only then: topk_later)
         if prefill.topk_ids is not None:
-            self.table.harvest(prompt, [None, *prompt[:-1]], prefill.topk_ids, prefill.topk_scores)
+            self.pending.append((context[:-1], lambda: (prefill.topk_scores, prefill.topk_ids)))
         elif prefill.topk_later is not None:
-            self.pending.append((prompt, prefill.topk_later))
+            self.pending.append((context[:-1], prefill.topk_later))
 
     def harvest(self, nodes: TreeNodes, result: Verification) -> None:
         if result.topk_ids is None:
