@@ -92,24 +92,25 @@ def compare(a: Path, b: Path) -> tuple[str, int]:
         ta, tb = a["tokens"], b["tokens"]
         i = first_divergence(ta, tb)
         if i is not None:
-            v = classify(tb, b.get("margins") or [], b.get("runners_up") or [], ta, a.get("margins"),
-                         a.get("runners_up"), dtype)
+            v = classify(b, a, dtype)
             kinds[v.kind] = kinds.get(v.kind, 0) + 1
             pa, pb = a["pieces"], b["pieces"]
             before = "".join(pa[:i])[-CONTEXT:]
             margins = " / ".join("-" if m is None else f"{m:.3g}" for m in (v.ar_margin, v.margin))
-            differ.append((q, len(ta), len(tb), i, v.kind, margins, json.dumps(before, ensure_ascii=False),
+            gaps = " / ".join("-" if m is None else f"{m:.3g}" for m in (v.ar_gap, v.gap))
+            differ.append((q, len(ta), len(tb), i, v.kind, margins, gaps, json.dumps(before, ensure_ascii=False),
                            _show(pa, i), _show(pb, i)))
     why = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    why = f" ({why}; numerics: a near-tie swapped within {dtype}'s tolerance)" if kinds else ""
+    why = f" ({why}; numerics: a near-tie read two ways, within {dtype}'s tolerance)" if kinds else ""
     lines = [f"# Equality, question by question\n\nA: {_describe(run_a)}\nB: {_describe(run_b)}\n",
              f"- compared {len(common)} question(s) present in both: {len(common) - len(differ)} identical, "
              f"{len(differ)} differ{why}",
              f"- in A only ({len(only_a)}): {', '.join(only_a) or '-'}",
              f"- in B only ({len(only_b)}): {', '.join(only_b) or '-'}"]
     if differ:
-        lines += ["", "| question | tokens A | tokens B | first divergence (token) | class | margin A / B | text "
-                  "before | A from there | B from there |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["", "| question | tokens A | tokens B | first divergence (token) | class | margin A / B | gap to "
+                  "the other's token A / B | text before | A from there | B from there |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |" for row in differ]
     same = not differ and not only_a and not only_b
     lines += ["", "EQUAL: every question identical, none missing" if same else "NOT EQUAL"]

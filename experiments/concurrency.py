@@ -39,7 +39,8 @@ class Cell:
     exact: int = 0
     numerics: int = 0
     diverged: int = 0
-    margins: list[tuple[float | None, float | None]] = field(default_factory=list)  # of the differing ones
+    # of the differing ones: (margin here, AR's margin, gap here, AR's gap), goose.equality.Verdict
+    margins: list[tuple[float | None, ...]] = field(default_factory=list)
     widths: list[int] = field(default_factory=list)
 
     def summary(self) -> dict:
@@ -106,15 +107,15 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
                 cell.tpot_ms += [x for x in map(_tpot, gens) if x is not None]
                 if rep == 0:
                     for g, ref in zip(gens, refs):
-                        v = classify(g.tokens, g.margins, g.runners_up, ref.tokens, ref.margins, ref.runners_up,
-                                     dtype)
+                        v = classify(g, ref, dtype)
                         cell.exact += v.kind == EXACT
                         cell.numerics += v.kind == NUMERICS
                         cell.diverged += v.kind not in (EXACT, NUMERICS)
                         if v.kind != EXACT:
-                            cell.margins.append((v.margin, v.ar_margin))
+                            cell.margins.append((v.margin, v.ar_margin, v.gap, v.ar_gap))
                             print(f"    {name} at concurrency {c}: {v.kind} at token {v.index}, margin {v.margin} "
-                                  f"here, {v.ar_margin} in AR", flush=True)
+                                  f"here, {v.ar_margin} in AR; gap to the other's token {v.gap} here, {v.ar_gap} "
+                                  "in AR", flush=True)
                         cell.tokens += len(g.tokens)
                         cell.steps += g.steps
                         cell.widths += g.widths
@@ -149,10 +150,11 @@ def half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) -> d
     counts = {EXACT: 0, NUMERICS: 0, "diverged": 0}
     for ref, (_, ids) in zip(refs, prompts):
         want = generate(single, ids, Drafter(), N, stops, sampling)
-        v = classify(ref.tokens, ref.margins, ref.runners_up, want.tokens, want.margins, want.runners_up, dtype)
+        v = classify(ref, want, dtype)
         counts[v.kind if v.kind in counts else "diverged"] += 1
         if v.kind != EXACT:
-            print(f"  {v.kind} at token {v.index}: margin {v.margin} here, {v.ar_margin} in float32", flush=True)
+            print(f"  {v.kind} at token {v.index}: margin {v.margin} here, {v.ar_margin} in float32; gap to the "
+                  f"other's token {v.gap} here, {v.ar_gap} in float32", flush=True)
     name = str(dtype).replace("torch.", "")
     print(f"AR in {name} against AR in float32 over {len(refs)} prompts: exact {counts[EXACT]} / numerics "
           f"{counts[NUMERICS]} / diverged {counts['diverged']} (tolerance {tolerance(dtype):.3g})", flush=True)
@@ -182,8 +184,9 @@ def report(out: list[dict], levels: list[int], names: list[str], n: int, ar_alon
               f"single-request engine's at {ar_alone:.1f} ({by[('ar', 1)]['tokens_per_s'] / ar_alone:.2f}x)")
     differing = [(r["method"], r["concurrency"], m) for r in out for m in r["margins"]]
     if differing:
-        print("\nrequests that differ from unbatched AR (method, concurrency, margin here, AR's margin):")
-        for method, c, (mine, ar) in differing:
-            print(f"  {method} c={c}: {mine} vs {ar}")
+        print("\nrequests that differ from unbatched AR (method, concurrency: margin here vs AR's; gap to the other's"
+              " token here vs AR's):")
+        for method, c, (mine, ar, gap, ar_gap, *_) in differing:
+            print(f"  {method} c={c}: {mine} vs {ar}; {gap} vs {ar_gap}")
 
 

@@ -173,8 +173,8 @@ ROW_CASES = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.3, 0, 1.0), (0.7, 0, 0.95), (1.0, 
 @pytest.mark.parametrize("t, k, p", ROW_CASES)
 def test_choose_is_the_argmax_of_the_whole_perturbed_row(t, k, p):
     """`choose` draws noise for a few tokens only: it must pick what the whole perturbed row picks, with the same
-    margin and runner-up, on peaked rows, flat rows and rows with ties (ties go to the smaller id)."""
-    from goose.engine import top_two
+    runners-up and gaps, on peaked rows, flat rows and rows with ties (ties go to the smaller id)."""
+    from goose.engine import ranked
 
     g = torch.Generator().manual_seed(11)
     rows = [torch.randn(5000, generator=g) * scale for scale in (0.5, 3.0, 8.0)]
@@ -185,13 +185,13 @@ def test_choose_is_the_argmax_of_the_whole_perturbed_row(t, k, p):
         sampler = Sampler(Sampling(t, k, p, 3), [1, 2, i])
         for position in range(40):
             full = sampler.perturbed(row, position)
-            want = top_two(full, int(full.argmax()))
+            want = ranked(full, int(full.argmax()))
             got = sampler.choose(row, position)
-            assert got[0] == want[0]
-            if got[2] == -1:  # a single token kept
-                assert int(torch.isfinite(full).sum()) == 1 and got[1] == float("inf")
-            else:
-                assert got[1:] == (pytest.approx(want[1], abs=0), want[2])
+            assert got.token == want.token
+            kept = [(i, g) for i, g in zip(want.runners_up, want.gaps) if g != float("inf")]  # cut tokens: -inf
+            assert list(zip(got.runners_up, got.gaps)) == kept
+            if not kept:  # a single token kept
+                assert int(torch.isfinite(full).sum()) == 1 and got.margin == float("inf")
 
 
 def test_the_nucleus_keeps_every_token_tied_at_its_edge_and_ranks_only_what_it_needs(monkeypatch):

@@ -101,7 +101,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             _, pre = engine.admit(req.prompt, topk=caps.topk if caps.harvest_prefill else 0, sampler=sampler)
             first, finished = commit([pre.bonus], req.max_new_tokens, stop_ids)
             gen = Served(tokens=first, steps=1, wall_s=0.0, origins=[BONUS] * len(first), margins=pre.margins[:1],
-                         runners_up=pre.runners_up[:1], admitted_s=admitted, first_token_s=now())
+                         runners_up=pre.runners_up[:1], gaps=pre.gaps[:1], admitted_s=admitted, first_token_s=now())
             f = _Flight(i, req, gen, list(req.prompt) + first, sampler)
             req.drafter.start(f.context, pre)
             if finished:
@@ -136,6 +136,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             g.origins.extend([*(f.request.drafter.origins(res.path) if drafting else []), BONUS][: len(new)])
             g.margins.extend(res.margins[: len(new)])
             g.runners_up.extend(res.runners_up[: len(new)])
+            g.gaps.extend(res.gaps[: len(new)])
             g.tokens.extend(new)
             f.context.extend(new)
             if drafting:

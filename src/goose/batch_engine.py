@@ -122,8 +122,9 @@ class BatchEngine:
                                        use_cache=True)
         hidden = out.last_hidden_state[0]
         head = self.model.get_output_embeddings()
-        bonus, margin, other = choose_token(head(hidden[-1:])[0], len(prompt), sampler)
-        res = Verification(path=[0], bonus=bonus, width=len(prompt), margins=[margin], runners_up=[other])
+        choice = choose_token(head(hidden[-1:])[0], len(prompt), sampler)
+        res = Verification(path=[0], bonus=choice.token, width=len(prompt))
+        res.record([choice])
         if topk:
             res.topk_later = lambda: _prompt_topk(head, hidden, topk)
         row, n = self.active, len(prompt)

@@ -30,7 +30,8 @@ class Generation:
     origins: list[str] = field(default_factory=list)
     # Per token, the top-1 minus top-2 logit of the row that chose it (goose.engine.Verification.margins).
     margins: list[float] = field(default_factory=list)
-    runners_up: list[int] = field(default_factory=list)  # ... and the token that came second there
+    runners_up: list[list[int]] = field(default_factory=list)  # ... the best other tokens there (RANKS)
+    gaps: list[list[float]] = field(default_factory=list)  # ... and the chosen token's score minus each one's
 
     @property
     def tau(self) -> float:
@@ -75,7 +76,7 @@ def generate(
     context = list(prompt) + out
     drafter.start(context, pre)
     gen = Generation(tokens=out, steps=1, wall_s=0.0, origins=[BONUS] * len(out), margins=pre.margins[: len(out)],
-                     runners_up=pre.runners_up[: len(out)])
+                     runners_up=pre.runners_up[: len(out)], gaps=pre.gaps[: len(out)])
     profile = engine.profile
     while not done:
         t1 = time.perf_counter() if profile else 0.0
@@ -93,6 +94,7 @@ def generate(
         gen.origins.extend([*drafter.origins(res.path), BONUS][: len(new)])
         gen.margins.extend(res.margins[: len(new)])
         gen.runners_up.extend(res.runners_up[: len(new)])
+        gen.gaps.extend(res.gaps[: len(new)])
         out.extend(new)
         context.extend(new)
         t2 = time.perf_counter() if profile else 0.0

@@ -120,5 +120,6 @@ class Decoding:
     def record(self, t: Turn, ids: list[int], m, room: int) -> dict:
         """The outputs record of a measured turn (written first, so every row has one), and its row."""
         self.outputs.append(t.id, self.ident.config_hash, t.fingerprint, m.gen.tokens,
-                            token_pieces(self.tok, m.gen.tokens), m.gen.origins, m.gen.margins, m.gen.runners_up)
+                            token_pieces(self.tok, m.gen.tokens), m.gen.origins, m.gen.margins, m.gen.runners_up,
+                            m.gen.gaps)
         return make_row(self.spec, self.ident, t, ids, m, self.env, room)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from goose.errors import GooseError
-from goose.sampling import Sampler
+from goose.sampling import RANKS, Choice, Sampler
 
 
 @dataclass
@@ -79,8 +79,15 @@ class Verification:
     # per committed token (the path's nodes after the root, then the bonus): the top-1 minus top-2 logit of
     # the row that chose it (perturbed under sampling), what tells a near-tie from a clear choice
     margins: list[float] = field(default_factory=list)
-    runners_up: list[int] = field(default_factory=list)  # ... and the token that came second there
+    # ... the RANKS best other tokens there, best first, and the chosen token's score minus each one's
+    runners_up: list[list[int]] = field(default_factory=list)
+    gaps: list[list[float]] = field(default_factory=list)
     topk_later: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def record(self, choices: list[Choice]) -> None:
+        """Each committed token's margin, runners-up and gaps, from its choice."""
+        self.margins = [c.margin for c in choices]
+        self.runners_up, self.gaps = [c.runners_up for c in choices], [c.gaps for c in choices]
 
 
 def check_supported(config) -> None:
@@ -203,20 +210,20 @@ def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tens
 
 def greedy_rows(logits: torch.Tensor, topk: int) -> tuple[list[int], torch.Tensor | None, torch.Tensor | None,
                                                         torch.Tensor | None]:
-    """Each row's argmax, its top-k (values, ids) when topk > 0, and its two best (values, ids) [T, 2] (None for
-    a single row without top-k: the caller takes the one margin it needs).
+    """Each row's argmax, its top-k (values, ids) when topk > 0, and its RANKS + 1 best (values, ids) (None for
+    a single row without top-k: the caller ranks the one row it needs).
 
-    A wide argmax is slower on CPU than `topk_rows` with k = 2 and a tie check, so every
+    A wide argmax is slower on CPU than `topk_rows` with a small k and a tie check, so every
     multi-row verification goes through `topk_rows`.
     """
     if topk == 0 and logits.shape[0] == 1:
         return logits.argmax(-1).tolist(), None, None, None
-    scores, ids = topk_rows(logits.float(), max(topk, 2))
+    scores, ids = topk_rows(logits.float(), max(topk, RANKS + 1))
     pred = greedy_from_topk(logits, ids, scores)
-    two = (scores[:, :2], ids[:, :2])
+    best = (scores[:, : RANKS + 1], ids[:, : RANKS + 1])
     if topk == 0:
-        return pred, None, None, two
-    return pred, scores[:, :topk], ids[:, :topk], two
+        return pred, None, None, best
+    return pred, scores[:, :topk], ids[:, :topk], best
 
 
 def tree_inputs(draft: Draft, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -227,19 +234,24 @@ def tree_inputs(draft: Draft, device: torch.device) -> tuple[torch.Tensor, torch
     return draft.visibility.to(device), torch.tensor(draft.depths or depths_of(draft.parents), device=device)
 
 
-def choose_token(row: torch.Tensor, position: int, sampler: Sampler | None) -> tuple[int, float, int]:
-    """The token one logits row emits at `position` (argmax, or the sampler's draw), its margin over the
-    runner-up and the runner-up."""
+def choose_token(row: torch.Tensor, position: int, sampler: Sampler | None) -> Choice:
+    """The token one logits row emits at `position` (argmax, or the sampler's draw) and its runners-up."""
     if sampler is not None:
         return sampler.choose(row, position)
-    return top_two(row.float(), int(row.argmax()))
+    return ranked(row.float(), int(row.argmax()))
 
 
-def top_two(scores: torch.Tensor, chosen: int) -> tuple[int, float, int]:
-    """(chosen, its score minus the best other one, that other token) of a 1-D row of scores."""
-    values, ids = scores.topk(2)
-    other = int(ids[1]) if int(ids[0]) == chosen else int(ids[0])  # ties: the argmax is the first index
-    return chosen, float(scores[chosen] - scores[other]), other
+def ranked(scores: torch.Tensor, chosen: int) -> Choice:
+    """`chosen` and the RANKS best other tokens of a 1-D row of scores, with the gaps to them."""
+    values, ids = scores.topk(min(RANKS + 1, scores.shape[-1]))
+    return choice_of(chosen, values, ids)
+
+
+def choice_of(chosen: int, values: torch.Tensor, ids: torch.Tensor) -> Choice:
+    """The Choice of `chosen` from a row's best scores and ids (descending; ties in any order)."""
+    top = float(values[0])  # the chosen token's score: it is the best (an argmax, or the sampler's pick)
+    others = [(i, top - v) for v, i in zip(values.tolist(), ids.tolist()) if i != chosen][:RANKS]
+    return Choice(chosen, [i for i, _ in others], [g for _, g in others])
 
 
 def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0,
@@ -250,30 +262,27 @@ def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0
     T = len(draft.tokens)
     res = Verification(path=[0], bonus=0, width=T)
     if sampler is None:
-        pred, res.topk_scores, res.topk_ids, top2 = greedy_rows(logits, topk)
+        pred, res.topk_scores, res.topk_ids, best = greedy_rows(logits, topk)
         res.path = greedy_walk(draft.parents, draft.tokens, pred)
         res.bonus = pred[res.path[-1]]
-        if top2 is None:
-            choices = [top_two(logits[0].float(), pred[0])]
+        if best is None:
+            choices = [ranked(logits[0].float(), pred[0])]
         else:
-            values, ids = top2
-            choices = []
-            for i in res.path:  # the two best of the row, the chosen one first (a tie picks the first index)
-                first = int(ids[i, 0]) == pred[i]
-                choices.append((pred[i], float(values[i, 0] - values[i, 1]), int(ids[i, 1 if first else 0])))
-        res.margins, res.runners_up = [c[1] for c in choices], [c[2] for c in choices]
+            values, ids = best
+            choices = [choice_of(pred[i], values[i], ids[i]) for i in res.path]
+        res.record(choices)
         return res
     if topk:
         res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
-    picks: dict[int, tuple[int, float]] = {}
+    picks: dict[int, Choice] = {}
 
     def choose(node: int) -> int:
         picks[node] = choose_token(logits[node], emitted[node], sampler)
-        return picks[node][0]
+        return picks[node].token
 
     res.path = walk(draft.parents, draft.tokens, choose)
-    res.bonus = picks[res.path[-1]][0]
-    res.margins, res.runners_up = [picks[i][1] for i in res.path], [picks[i][2] for i in res.path]
+    res.bonus = picks[res.path[-1]].token
+    res.record([picks[i] for i in res.path])
     return res
 
 
@@ -324,8 +333,9 @@ class Engine:
         self.cache = new_cache(self.model.config, self.max_positions)
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
-        bonus, margin, other = choose_token(logits[-1], len(prompt), sampler)
-        res = Verification(path=[0], bonus=bonus, width=len(prompt), margins=[margin], runners_up=[other])
+        choice = choose_token(logits[-1], len(prompt), sampler)
+        res = Verification(path=[0], bonus=choice.token, width=len(prompt))
+        res.record([choice])
         if topk:
             res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
         return res

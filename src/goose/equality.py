@@ -1,18 +1,20 @@
 """Lossless, or why not: a row's tokens against AR's, classified.
 
 - `exact`: the same tokens.
-- `numerics`: the first differing token is a swap of a near-tie: where AR chose a over b, this run chose b over a
-  (each run's runner-up is the other's choice), and both margins (top-1 minus top-2 logit of the row that chose
-  the token, perturbed under sampling) are within the dtype's tolerance. A margin of exactly 0 is a tie of two
-  or more tokens, whose recorded runner-up is any one of them: that side's runner-up need not be the other's
-  choice, so long as the other side's is (half precision ties three ways at a logit of 32). Verifying T tokens
-  in one forward, or N requests in one batch, sums in another order than AR's one-token forward, which can move
-  logits by a few units in the last place: at a near-tie that flips the choice, and everything after it follows
-  another text.
-- `diverged`: anything else; a bug until shown otherwise.
+- `numerics`: the first differing token is a near-tie read two ways: where AR chose a, this run chose b, and
+  each run scored the other's token within the dtype's tolerance of its own (this run's score of b minus its
+  score of a, and AR's score of a minus its score of b: the gaps, logits under greedy, perturbed scores under
+  sampling). Each run records, per token, its RANKS best other tokens and the gaps to them, so a two-way swap
+  and a tie of three or four tokens (half precision rounds logits near 32 to steps of 0.125-0.25) are both
+  seen. Verifying T tokens in one forward, or N requests in one batch, sums in another order than AR's
+  one-token forward, which can move logits by a few units in the last place: at a near-tie that flips the
+  choice, and everything after it follows another text.
+- `diverged`: anything else (a gap beyond the tolerance, or the other's token not among a run's best): a bug
+  until shown otherwise.
 
 The tolerance is TOLERANCE_ULPS units in the last place of the dtype at a logit of LOGIT_SCALE, the size the
-logits of the models here take (`tolerance`); every classified row reports it beside both margins.
+logits of the models here take (`tolerance`); every classified row reports it beside both runs' top-1 minus
+top-2 margins and both gaps.
 """
 
 from __future__ import annotations
@@ -36,32 +38,65 @@ def tolerance(dtype: torch.dtype | str) -> float:
 
 
 @dataclass(frozen=True)
+class Ranks:
+    """What a run recorded per token: the token, top-1 minus top-2, the best other tokens and the gaps to them."""
+
+    tokens: list[int]
+    margins: list[float]
+    runners_up: list[list[int]]
+    gaps: list[list[float]]
+
+    @classmethod
+    def of(cls, run) -> Ranks:
+        """From a generation, a reference entry or a stored record (a dict). A record of an older version has one
+        runner-up per token (an int) and no gaps: read as that runner-up at the margin."""
+        get = run.get if isinstance(run, dict) else lambda k, d=None: getattr(run, k, d)
+        margins, ups, gaps = list(get("margins") or []), list(get("runners_up") or []), get("gaps")
+        if gaps is None:
+            ups, gaps = [[u] if u >= 0 else [] for u in ups], [[m] for m in margins]
+        return cls(list(get("tokens") or []), margins, [list(u) for u in ups], [list(g) for g in gaps])
+
+    def gap(self, i: int, other: int) -> float | None:
+        """This run's score of its token at i minus its score of `other` (None: not among its recorded best)."""
+        if i >= len(self.runners_up) or other not in self.runners_up[i]:
+            return None
+        return self.gaps[i][self.runners_up[i].index(other)]
+
+
+@dataclass(frozen=True)
 class Verdict:
     kind: str  # exact | numerics | diverged
     index: int = -1  # the first differing token (-1 when exact)
-    margin: float | None = None  # this run's margin at that token
-    ar_margin: float | None = None  # AR's margin there
+    margin: float | None = None  # this run's top-1 minus top-2 there
+    ar_margin: float | None = None  # AR's
     tol: float | None = None
+    gap: float | None = None  # this run's score of its token minus its score of AR's token there
+    ar_gap: float | None = None  # AR's score of its token minus its score of this run's
 
     def columns(self) -> dict:
-        blank = "" if self.kind == EXACT else None
-        return {"equality": self.kind, "margin_at_divergence": blank if self.margin is None else round(self.margin, 6),
-                "ar_margin_at_divergence": blank if self.ar_margin is None else round(self.ar_margin, 6),
-                "equality_tolerance": "" if self.tol is None else self.tol}
+        def num(v: float | None):
+            return ("" if self.kind == EXACT else None) if v is None else round(v, 6)
+
+        return {"equality": self.kind, "margin_at_divergence": num(self.margin),
+                "ar_margin_at_divergence": num(self.ar_margin), "gap_at_divergence": num(self.gap),
+                "ar_gap_at_divergence": num(self.ar_gap), "equality_tolerance": "" if self.tol is None else self.tol}
 
 
-def classify(tokens: list[int], margins: list[float], runners_up: list[int], ar_tokens: list[int],
-             ar_margins: list[float] | None, ar_runners_up: list[int] | None, dtype) -> Verdict:
-    """The verdict on one row (see the module docstring). AR's margins are needed to call a difference
-    numerics; without them (a reference of an older version) a difference is diverged."""
-    i = first_divergence(tokens, ar_tokens)
+def classify(run, ar, dtype) -> Verdict:
+    """The verdict on one run's tokens against AR's (see the module docstring): each side anything `Ranks.of`
+    reads. AR's ranks are needed to call a difference numerics; without them (a reference of an older version)
+    a difference is diverged."""
+    run, ar = Ranks.of(run), Ranks.of(ar)
+    i = first_divergence(run.tokens, ar.tokens)
     if i is None:
         return Verdict(EXACT)
     tol = tolerance(dtype)
-    if i >= min(len(tokens), len(ar_tokens)) or not ar_margins or i >= len(ar_margins) or i >= len(margins):
-        return Verdict(DIVERGED, i, margins[i] if i < len(margins) else None,
-                       ar_margins[i] if ar_margins and i < len(ar_margins) else None, tol)
-    mine, theirs = runners_up[i] == ar_tokens[i], ar_runners_up[i] == tokens[i]
-    swapped = (mine or margins[i] == 0) and (theirs or ar_margins[i] == 0) and (mine or theirs)
-    near = margins[i] <= tol and ar_margins[i] <= tol
-    return Verdict(NUMERICS if swapped and near else DIVERGED, i, margins[i], ar_margins[i], tol)
+
+    def at(xs: list[float]) -> float | None:
+        return xs[i] if i < len(xs) else None
+
+    if i >= min(len(run.tokens), len(ar.tokens)):  # one stopped where the other went on
+        return Verdict(DIVERGED, i, at(run.margins), at(ar.margins), tol)
+    gap, ar_gap = run.gap(i, ar.tokens[i]), ar.gap(i, run.tokens[i])
+    near = gap is not None and ar_gap is not None and gap <= tol and ar_gap <= tol
+    return Verdict(NUMERICS if near else DIVERGED, i, at(run.margins), at(ar.margins), tol, gap, ar_gap)

@@ -61,14 +61,15 @@ class OutputsFile:
 
     def append(self, prompt_id: str, config_hash: str, prompt_fingerprint: str, tokens: list[int],
                pieces: list[str], origins: list[str], margins: list[float] | None = None,
-               runners_up: list[int] | None = None) -> None:
+               runners_up: list[list[int]] | None = None, gaps: list[list[float]] | None = None) -> None:
         if not self._repaired:
             writable_dir(self.path.parent)
             repair_tail(self.path)
             self._repaired = True
         record = {"prompt_id": prompt_id, "config_hash": config_hash, "prompt_fingerprint": prompt_fingerprint,
                   "tokens": tokens, "pieces": pieces, "origins": origins,
-                  "margins": [round(m, 7) for m in margins or []], "runners_up": list(runners_up or [])}
+                  "margins": [round(m, 7) for m in margins or []], "runners_up": list(runners_up or []),
+                  "gaps": [[round(g, 7) for g in row] for row in gaps or []]}
         record["check"] = digest(record, 12)
         append_text(self.path, json.dumps(record, ensure_ascii=False) + "\n", sync=True)
 

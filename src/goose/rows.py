@@ -48,11 +48,14 @@ COLUMNS: tuple[Column, ...] = (
     _c("tokens_per_s", "float", "new_tokens / wall_s"),
     _c("lossless", "bool", "the tokens equal AR's (greedy, or AR sampling with the same seed)"),
     _c("first_divergence", "int", "index of the first token that differs from AR's, -1 when lossless"),
-    _c("equality", "text", "exact | numerics (a near-tie swapped, within the dtype's tolerance) | diverged "
+    _c("equality", "text", "exact | numerics (a near-tie read two ways, within the dtype's tolerance) | diverged "
        "(goose.equality)"),
     _c("margin_at_divergence", "float", "this run's top-1 minus top-2 logit at the first differing token"),
     _c("ar_margin_at_divergence", "float", "AR's margin there"),
-    _c("equality_tolerance", "float", "the dtype's tolerance the margins were held to"),
+    _c("gap_at_divergence", "float", "this run's logit of its token minus its logit of AR's token there (blank: AR's "
+       "token not among its best 4)"),
+    _c("ar_gap_at_divergence", "float", "AR's logit of its token minus its logit of this run's token there"),
+    _c("equality_tolerance", "float", "the dtype's tolerance both gaps were held to"),
     _c("capped_at", "int", "the new-token limit where the model's context ends before max_new_tokens; blank else"),
     _c("speedup", "float", "ar_wall_s / wall_s; blank without an AR timing"),
     _c("speedup_source", "text", "interleaved | cached | self (the row is AR) | none"),
@@ -128,8 +131,7 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict
     from goose.metrics import speedup_stale
 
     gen, ar, ref = m.gen, m.ar_timing, m.reference or {}
-    verdict = classify(gen.tokens, gen.margins, gen.runners_up, ref.get("tokens") or [], ref.get("margins"),
-                       ref.get("runners_up"), spec.torch_dtype)
+    verdict = classify(gen, ref, spec.torch_dtype)
     div = None if verdict.kind == EXACT else verdict.index
     cond = ident.conditions
     measured = {

@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -196,11 +197,28 @@ def filter_logits(logits: torch.Tensor, temperature: float, top_k: int = 0, top_
     return out
 
 
+RANKS = 3  # runners-up recorded per emitted token: enough to see a three-way tie (goose.equality)
+
+
+class Choice(NamedTuple):
+    """The token a row emits, its RANKS best other tokens (best first) and the chosen token's score minus each
+    one's (the logits under greedy, the perturbed scores under sampling)."""
+
+    token: int
+    runners_up: list[int]
+    gaps: list[float]
+
+    @property
+    def margin(self) -> float:
+        """Top-1 minus top-2 (inf when nothing else could be chosen)."""
+        return self.gaps[0] if self.gaps else math.inf
+
+
 class Sampler:
     """Draws the tokens of one generation: the token emitted at position t is the argmax over the kept tokens of
-    (filtered logit + the noise of (t, token)). Noise is drawn only for the tokens that can come first or
-    second: the kept ones under a top-k or top-p cut, else those whose logit plus GUMBEL_MAX reaches the
-    second-best score among the likeliest few."""
+    (filtered logit + the noise of (t, token)). Noise is drawn only for the tokens that can rank among the best
+    RANKS + 1 (what is recorded of each choice): the kept ones under a top-k or top-p cut, else those whose logit
+    plus GUMBEL_MAX reaches the (RANKS + 1)-th best score among the likeliest few."""
 
     CONTENDERS_FIRST = 16
 
@@ -218,24 +236,23 @@ class Sampler:
         noise = gumbel_at(self.seed(position), torch.arange(logits.shape[-1], device=logits.device))
         return filter_logits(logits, s.temperature, s.top_k, s.top_p) + noise
 
-    def choose(self, logits: torch.Tensor, position: int) -> tuple[int, float, int]:
-        """The token emitted at `position`, from the 1-D logits row that predicts it, the margin of its
-        perturbed score over the runner-up, and the runner-up (-1 when nothing else is kept). The same as
-        `perturbed(...)`'s argmax and top two, ties going to the smaller token id."""
+    def choose(self, logits: torch.Tensor, position: int) -> Choice:
+        """The token emitted at `position`, from the 1-D logits row that predicts it, with its runners-up on the
+        perturbed scores (none when nothing else is kept). The same as `perturbed(...)`'s argmax and best
+        RANKS + 1, ties going to the smaller token id."""
         s, seed = self.sampling, self.seed(position)
         ids, x = kept_tokens(logits, s.temperature, s.top_k, s.top_p)
         if not s.top_k and s.top_p >= 1.0 and ids.numel() > self.CONTENDERS_FIRST:
             first = x.topk(self.CONTENDERS_FIRST).indices
-            second = (x[first] + gumbel_at(seed, first)).topk(2).values[1]
-            ids = (x + GUMBEL_MAX >= second).nonzero().squeeze(-1)  # no other token can come first or second
+            last = (x[first] + gumbel_at(seed, first)).topk(RANKS + 1).values[-1]
+            ids = (x + GUMBEL_MAX >= last).nonzero().squeeze(-1)  # no other token can rank in the best RANKS + 1
             x = x[ids]
         scores = x + gumbel_at(seed, ids)
-        if ids.numel() == 1:
-            return int(ids[0]), math.inf, -1
-        values, at = scores.topk(2)
-        best = (scores == values[0]).nonzero()[0, 0]  # the smaller id among equal scores (ids ascend)
-        other = at[1] if int(at[0]) == int(best) else at[0]
-        return int(ids[best]), float(scores[best] - scores[other]), int(ids[other])
+        values, at = scores.topk(min(RANKS + 1, ids.numel()))
+        best = int((scores == values[0]).nonzero()[0, 0])  # the smaller id among equal scores (ids ascend)
+        top = float(values[0])
+        others = [(int(ids[a]), top - v) for v, a in zip(values.tolist(), at.tolist()) if a != best][:RANKS]
+        return Choice(int(ids[best]), [i for i, _ in others], [g for _, g in others])
 
     def pick(self, logits: torch.Tensor, position: int) -> int:
-        return self.choose(logits, position)[0]
+        return self.choose(logits, position).token

@@ -62,8 +62,10 @@ def stamp(gen: Generation, repeats: int, cond: dict) -> dict:
 
 def reference_entry(gen: Generation) -> dict:
     """What the reference store keeps of AR's generation: its tokens and, per token, the margin of the row that
-    chose it and the runner-up there (what tells a numerics difference from a bug, goose.equality)."""
-    return {"tokens": gen.tokens, "margins": [round(m, 7) for m in gen.margins], "runners_up": gen.runners_up}
+    chose it, the best other tokens there and the gaps to them (what tells a numerics difference from a bug,
+    goose.equality)."""
+    return {"tokens": gen.tokens, "margins": [round(m, 7) for m in gen.margins], "runners_up": gen.runners_up,
+            "gaps": [[round(g, 7) for g in row] for row in gen.gaps]}
 
 
 @dataclass
@@ -193,13 +195,14 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
 def hf_reference(model, ids: list[int], max_new_tokens: int, stops: frozenset[int],
                  sampling: Sampling | None = None) -> dict:
     """Hugging Face greedy `generate` (on our perturbed logits when sampling) as a reference entry: its tokens
-    and, from the scores it chose them by, each token's margin and runner-up."""
-    from goose.engine import top_two
+    and, from the scores it chose them by, each token's margin, runners-up and gaps."""
+    from goose.engine import ranked
 
     out = hf_greedy(model, ids, max_new_tokens, stops, sampling, output_scores=True, return_dict_in_generate=True)
     tokens = out.sequences[0, len(ids):].tolist()
-    choices = [top_two(s[0].float(), t) for s, t in zip(out.scores, tokens)]
-    return {"tokens": tokens, "margins": [round(c[1], 7) for c in choices], "runners_up": [c[2] for c in choices]}
+    choices = [ranked(s[0].float(), t) for s, t in zip(out.scores, tokens)]
+    return {"tokens": tokens, "margins": [round(c.margin, 7) for c in choices],
+            "runners_up": [c.runners_up for c in choices], "gaps": [[round(g, 7) for g in c.gaps] for c in choices]}
 
 
 def reference_key(spec, ident: RunIdentity, ids: list[int], stops: frozenset[int], env: dict, n: int) -> str:
