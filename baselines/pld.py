@@ -37,6 +37,7 @@ class PromptLookupDrafter(TreeDrafter):
     def propose(self, context):
         self.matcher.sync(context)
         nodes = TreeNodes(context[-1])
-        for i, t in enumerate(self.matcher.match().chain):
-            nodes.add(i, t, NGRAM)
+        m = self.matcher.match()
+        for i, t in enumerate(m.chain):
+            nodes.add(i, t, NGRAM, held=m.held + i)
         return self.finish(nodes)

@@ -41,12 +41,14 @@ class SuffixConfig:
         check_suffix_settings(self, "suffix")
 
 
-def draft_nodes(root: int, root_prev: int | None, token_ids, parents, probs) -> TreeNodes:
+def draft_nodes(root: int, root_prev: int | None, token_ids, parents, probs, match_len: int = 0) -> TreeNodes:
     """The library's draft under our root. Its `token_ids` leave the root out and its parent -1 means
-    "child of the root"; our node 0 is the root, so every index shifts by one."""
+    "child of the root"; our node 0 is the root, so every index shifts by one. Each node's span has held
+    the match plus its ancestors (`match_len`: the suffix the library matched; 0: unknown)."""
     nodes = TreeNodes(root, root_prev)
     for t, par, prob in zip(token_ids, parents, probs):
-        nodes.add(par + 1, int(t), SUFFIX, float(prob))
+        held = match_len + nodes.depth[par + 1] if match_len else 0
+        nodes.add(par + 1, int(t), SUFFIX, float(prob), held)
     return nodes
 
 
@@ -66,7 +68,8 @@ class SuffixDrafter(SuffixLifecycle, TreeDrafter):
         p = self.config
         d = self.suffix.speculate(context, p.budget - 1, p.tree, p.max_spec_factor, p.max_spec_offset,
                                   p.min_token_prob)
-        nodes = draft_nodes(context[-1], context[-2] if len(context) > 1 else None, d.token_ids, d.parents, d.probs)
+        nodes = draft_nodes(context[-1], context[-2] if len(context) > 1 else None, d.token_ids, d.parents, d.probs,
+                            int(d.match_len))
         return self.finish(nodes)
 
     def save_memory(self):

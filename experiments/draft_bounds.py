@@ -14,8 +14,11 @@ its true top-k. Greedy only. Two pruners per method:
   little, as drafters adapt to what was accepted.
 
 tau is the project's (tokens per target forward, prefill included). Speed is modelled: new tokens over the
-summed cost(width) of the verifications, with the cost curve budget=auto uses on this backend (cached;
-prefill and drafting left out); "x AR" divides by AR's one-token steps on the same curve.
+summed cost(width, context) of the verifications, with the cost curve budget=auto uses on this backend
+(cached; measured after 256 and 1024 tokens of context, linear in between and beyond; prefill and drafting
+left out); "x AR" divides by AR's one-token steps on the same curve, each at its context. The copy split
+says how many of the tokens were drafted and accepted where the 4-gram they end was already in the answer
+(the model repeating itself, which flatters copying methods on long answers), only in the prompt, or neither.
 `hf-prompt-lookup` is Hugging Face's candidate rule (the earliest earlier match of the last 2, else 1
 tokens, 10 tokens), which is PLD with max_ngram=2. Prompts as bench.py takes them: the first N of each
 benchmark (MT-Bench and Spec-Bench: first turns).
@@ -48,7 +51,7 @@ from baselines.pld import PromptLookupDrafter
 from goose.backends import apply_backend, default_backend
 from goose.benchmarks import benchmark_names, load_prompts
 from goose.budget import AutoBudget, CostCurve, cost_curve
-from goose.decode import generate
+from goose.decode import BONUS, generate
 from goose.drafter import Drafter
 from goose.engine import Draft, Engine, Verification, walk
 from goose.errors import GooseError
@@ -124,12 +127,16 @@ class Clairvoyant(AutoBudget):
 
     @staticmethod
     def padded(cost: CostCurve) -> CostCurve:
-        """cost(w) lowered to the cheapest cost of any width >= w: a clairvoyant pruner pads for free."""
+        """cost(w) lowered to the cheapest cost of any width >= w (at each context measured): a clairvoyant
+        pruner pads for free."""
         widths = list(range(1, cost.widths[-1] + 1))
-        seconds = [cost(w) for w in widths]
-        for i in range(len(seconds) - 2, -1, -1):
-            seconds[i] = min(seconds[i], seconds[i + 1])
-        return CostCurve(widths, seconds)
+        rows = []
+        for c in cost.contexts:
+            seconds = [cost(w, c) for w in widths]
+            for i in range(len(seconds) - 2, -1, -1):
+                seconds[i] = min(seconds[i], seconds[i + 1])
+            rows.append(seconds)
+        return CostCurve(widths, rows[0], cost.contexts, rows)
 
 
 def harvest_accepted_only(drafter: Drafter) -> None:
@@ -148,9 +155,34 @@ def harvest_accepted_only(drafter: Drafter) -> None:
     harvester.harvest = harvest
 
 
+SPLIT_N = 4  # a drafted token repeats earlier text when it ends an n-gram of this size found there
+
+
+def copy_split(prompt: list[int], out: list[int], drafted: list[bool]) -> list[int]:
+    """Of the accepted drafted tokens of `out`: [how many end a SPLIT_N-gram that the answer itself already
+    contained before (the model repeating its own output), how many one the prompt contains (and the answer
+    did not), the rest]. Small models' greedy text loops over long answers; this says how much of a
+    method's gain is that loop."""
+    n = SPLIT_N
+    seq = prompt + out
+    in_prompt = {tuple(prompt[i : i + n]) for i in range(len(prompt) - n + 1)}
+    in_answer: set[tuple] = set()
+    split = [0, 0, 0]
+    for j, is_drafted in enumerate(drafted):
+        at = len(prompt) + j  # seq[at] == out[j]
+        gram = tuple(seq[at - n + 1 : at + 1]) if at >= n - 1 else None
+        if is_drafted:
+            split[0 if gram in in_answer else 1 if gram in in_prompt else 2] += 1
+        if gram is not None and at - n + 1 >= len(prompt):
+            in_answer.add(gram)  # wholly inside the answer
+    return split
+
+
 def replay(drafter: Drafter, cases: list, cost: CostCurve, clairvoyant: bool = False) -> dict:
     """Replay `drafter` over every case, in order (memory=run keeps its state across them). Per benchmark:
-    [tokens, target forwards incl. prefill, modelled seconds of the verifications, prompts]."""
+    [tokens, target forwards incl. prefill, modelled seconds of the verifications, prompts, modelled seconds of
+    AR's steps, accepted drafted tokens repeating the answer, from the prompt, neither (copy_split)]. Each
+    verification is costed at its context (the prompt and the tokens committed before it)."""
     harvest_accepted_only(drafter)
     paid = Clairvoyant.padded(cost) if clairvoyant else cost
     per: dict[str, list[float]] = {}
@@ -159,23 +191,31 @@ def replay(drafter: Drafter, cases: list, cost: CostCurve, clairvoyant: bool = F
         if clairvoyant:
             drafter.enable_auto_budget(Clairvoyant(cost, engine))
         g = generate(engine, prompt, drafter, len(out), stops)
-        row = per.setdefault(bench, [0, 0, 0.0, 0])
+        row = per.setdefault(bench, [0, 0, 0.0, 0, 0.0, 0, 0, 0])
         row[0] += len(g.tokens)
         row[1] += g.steps
-        row[2] += sum(paid(w) for w in g.widths)
+        ends = [j + 1 for j, o in enumerate(g.origins) if o == BONUS] or [0]  # tokens committed after each step
+        contexts = [len(prompt) + ends[min(k, len(ends) - 1)] for k in range(len(g.widths))]
+        row[2] += sum(paid(w, c) for w, c in zip(g.widths, contexts))
         row[3] += 1
+        row[4] += sum(cost(1, len(prompt) + j) for j in range(1, len(g.tokens)))  # AR: one token a step
+        for k, c in enumerate(copy_split(prompt, g.tokens, [o != BONUS for o in g.origins])):
+            row[5 + k] += c
     return per
 
 
-def summary(per: dict, cost: CostCurve) -> tuple[float, float, str]:
-    """(tau, modelled x AR, per benchmark): AR verifies every token after the prefill's at cost(1)."""
+def summary(per: dict, cost: CostCurve) -> tuple[float, float, str, str]:
+    """(tau, modelled x AR, per benchmark, the copy split in % of all tokens): AR verifies every token after the
+    prefill's at cost(1) (at its context)."""
 
-    def rates(tokens, steps, secs, prompts):
-        return tokens / steps, (tokens - prompts) * cost(1) / secs if secs else 1.0
+    def rates(tokens, steps, secs, prompts, ar_secs, *_):
+        return tokens / steps, ar_secs / secs if secs else 1.0
 
-    tau, speed = rates(*(sum(r[i] for r in per.values()) for i in range(4)))
+    total = [sum(r[i] for r in per.values()) for i in range(8)]
+    tau, speed = rates(*total)
     detail = ", ".join("{} {:.2f} / {:.2f}x".format(b, *rates(*r)) for b, r in per.items())
-    return tau, speed, detail
+    split = " / ".join(f"{100 * c / total[0]:.0f}" for c in total[5:])
+    return tau, speed, detail, split
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -242,16 +282,17 @@ def main(argv: list[str] | None = None) -> None:
         cases.append((bench, list(prompt), out, stops, ids, scores))
     print("cost curve (ms, " + ("hypothetical, from --cost-ms" if given else "budget=auto's on this backend") + "): "
           + ", ".join(f"T={w} {cost(w) * 1e3:.1f}" for w in (1, 2, 4, 8, 16, 32, 64)))
-    print("| method | tau shipped | x AR shipped | tau clairvoyant | x AR clairvoyant | per benchmark "
-          "(shipped tau / x AR) |\n|---|---|---|---|---|---|")
+    print("| method | tau shipped | x AR shipped | tau clairvoyant | x AR clairvoyant | % of tokens drafted and "
+          f"repeating the answer / from the prompt / neither ({SPLIT_N}-grams, shipped) | per benchmark "
+          "(shipped tau / x AR) |\n|---|---|---|---|---|---|---|")
     # The clairvoyant replay runs drafters of its own: nothing carried over from the shipped ones.
     blanks = arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok, cfg.name)
     hf = partial(PromptLookupDrafter, max_ngram=2, min_ngram=1, num_tokens=10)
     rows = [("hf-prompt-lookup", hf(), hf()), *((spec, d, blanks[spec]) for spec, d in drafters.items())]
     for name, shipped, blank in rows:
-        tau, speed, detail = summary(replay(shipped, cases, cost), cost)
-        c_tau, c_speed, _ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
-        print(f"| {name} | {tau:.2f} | {speed:.2f} | {c_tau:.2f} | {c_speed:.2f} | {detail} |", flush=True)
+        tau, speed, detail, split = summary(replay(shipped, cases, cost), cost)
+        c_tau, c_speed, *_ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
+        print(f"| {name} | {tau:.2f} | {speed:.2f} | {c_tau:.2f} | {c_speed:.2f} | {split} | {detail} |", flush=True)
 
 
 def parse_cost(points: list[str], error) -> CostCurve:

@@ -18,6 +18,13 @@ def test_cost_curve_interpolates_and_extrapolates():
     assert c(128) == pytest.approx(6.4)
 
 
+def test_cost_curve_follows_the_context_it_was_measured_after():
+    c = CostCurve([1, 8], [1.0, 2.0], [256, 1024], [[1.0, 2.0], [1.5, 4.0]])
+    assert c(8) == 2.0 and c(8, 100) == 2.0 and c(8, 1024) == 4.0 and c(4, 640) == pytest.approx((1.5 + 2.5) / 2)
+    assert c(8, 1792) == pytest.approx(6.0)  # beyond the last context: its slope continues
+    assert CostCurve([1, 8], [1.0, 2.0])(8, 4096) == 2.0  # measured after one context only
+
+
 def sample_tree():
     n = TreeNodes(0)
     s1 = n.add(0, 1, SPINE)
@@ -41,13 +48,43 @@ def test_flat_cost_keeps_everything_and_pruned_sets_are_ancestor_closed():
     tree = sample_tree()
     assert len(flat.prune(tree)) == len(tree)
     steep = AutoBudget(CostCurve([1, 2, 8], [1.0, 1.3, 8.0]))
-    # Prior values: branch 0.6 -> 0.65, spine 0.5, branch 0.3 -> 0.35. With cost(2) = 1.3 and cost(3) = 2.4,
-    # (1 + 0.65) / 1.3 beats both AR (1 / 1) and three nodes ((1 + 1.15) / 2.4): keep the root and token 5.
+    # Prior values: spine 2/3 at depth 1 (held 1: Laplace's (1 + 1) / (1 + 2)), 2/3 * 3/4 = 0.5 at depth 2;
+    # branch 0.6 -> 0.65, 0.3 -> 0.35. With cost(2) = 1.3 and cost(3) = 2.4, (1 + 2/3) / 1.3 beats both AR
+    # (1 / 1) and three nodes ((1 + 1.32) / 2.4): keep the root and token 1.
     kept = steep.prune(tree)
-    assert kept.tokens == [0, 5] and kept.parents == [-1, 0]
+    assert kept.tokens == [0, 1] and kept.parents == [-1, 0]
     medium = AutoBudget(CostCurve([1, 4, 8], [1.0, 1.1, 8.0])).prune(tree)
-    assert medium.tokens == [0, 1, 5, 6]  # spine node, then branches, all children of the root
+    assert medium.tokens == [0, 1, 2, 5]  # the spine's two nodes (0.67, 0.5) and the best branch (0.65)
     assert all(p < i for i, p in enumerate(medium.parents) if i)
+
+
+def test_a_long_held_span_is_trusted_deeper_and_a_pruned_source_is_tried_again():
+    """A chain node's prior follows how long its span has held ((h + 1) / (h + 2)), so a chain continuing a
+    30-token match is kept deeper than one continuing a 1-token match; a key rejected a few times and then
+    pruned drifts back to its prior while unobserved, and one observed step after step keeps its evidence."""
+    from goose.budget import AcceptanceModel
+
+    curve = CostCurve([1, 8, 16, 64], [1.0, 1.15, 1.6, 4.0])
+
+    def chain(held: int) -> TreeNodes:
+        n = TreeNodes(0)
+        for i in range(20):
+            n.add(i, 100 + i, SPINE, 0.5, held + i)
+        return n
+
+    assert len(AutoBudget(curve).prune(chain(30))) > len(AutoBudget(curve).prune(chain(1))) > 1
+    model = AcceptanceModel()
+    short = chain(1)
+    key = model.key(short, 1)
+    for _ in range(6):
+        model.observe(short, [0])  # rejected at depth 1 six steps running
+    low = model.q(key)
+    assert low < 0.3
+    other = TreeNodes(0)
+    other.add(0, 7, BRANCH, 0.5)
+    for _ in range(30):
+        model.observe(other, [0])  # steps in which the chain was pruned
+    assert low < model.q(key) < model.prior(key) and model.prior(key) - model.q(key) < 0.1
 
 
 @pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3),
@@ -95,8 +132,8 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
         backend = "eager"
         calls = 0
 
-        def measure_rounds(self, widths, repeats):
-            Engine.calls += 1
+        def measure_rounds(self, widths, repeats, context_len):
+            Engine.calls += context_len == 256  # one curve: a round of measurements per context
             return [[0.01 * w] * repeats for w in widths]
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path))
@@ -120,7 +157,7 @@ def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     class Busy:
         attempts = 0
 
-        def measure_rounds(self, widths, repeats):
+        def measure_rounds(self, widths, repeats, context_len=256):
             Busy.attempts += 1
             slow = 3.0 if Busy.attempts == 1 else 1.0  # busy during the first measurement's second round
             return [[0.01 * w, 0.01 * w * slow, 0.01 * w] + [0.01 * w] * (repeats - 3) for w in widths]
@@ -130,7 +167,7 @@ def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     assert "busy while measuring: rounds 3.00x apart; measuring again" in capsys.readouterr().out
 
     class Narrow:  # busy only while the cheap widths ran: their rounds still count as much
-        def measure_rounds(self, widths, repeats):
+        def measure_rounds(self, widths, repeats, context_len=256):
             return [[w, w * 2.0 if w <= 16 else w, w] for w in widths]
 
     assert round_spread(Narrow().measure_rounds([1, 2, 4, 8, 16, 32, 64], 3)) == 2.0

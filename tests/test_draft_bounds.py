@@ -58,16 +58,25 @@ def test_replay_takes_the_steps_verification_takes(tiny, cases, bounds):
         real_tokens, real_steps = real_tokens + len(real.tokens), real_steps + real.steps
     d = PromptLookupDrafter()
     d.enable_auto_budget(AutoBudget(CURVE))
-    tau, _, _ = bounds.summary(bounds.replay(d, cases, CURVE), CURVE)
+    tau, *_ = bounds.summary(bounds.replay(d, cases, CURVE), CURVE)
     assert tau == pytest.approx(real_tokens / real_steps)  # the project's tau: prefill counted
 
 
 def test_modelled_speed_divides_ar_by_the_verifications(bounds):
     curve = CostCurve([1, 4], [2.0, 3.0])
     # two prompts, 11 tokens each, 4 forwards each (prefill + 3 verifications costing 6 s in all)
-    tau, speed, detail = bounds.summary({"b": [22, 8, 12.0, 2]}, curve)
+    tau, speed, detail, split = bounds.summary({"b": [22, 8, 12.0, 2, 20 * 2.0, 6, 3, 1]}, curve)
     assert tau == 22 / 8 and speed == pytest.approx(20 * 2.0 / 12.0)
-    assert detail == "b 2.75 / 3.33x"
+    assert detail == "b 2.75 / 3.33x" and split == "27 / 14 / 5"  # of the 22 tokens
+
+
+def test_copy_split_tells_a_repeat_of_the_answer_from_the_prompt(bounds):
+    prompt = [1, 2, 3, 4, 5, 6]
+    out = [9, 1, 2, 3, 4, 7, 8, 9, 1, 2, 3, 4]  # copies the prompt, then repeats its own earlier text
+    drafted = [False, False, True, True, True, False, False, False, False, True, True, True]
+    # drafted 2 (6,9,1,2) and 3 (9,1,2,3): new text; 4 (1,2,3,4): the prompt's; then 2 (8,9,1,2): new; 3 and 4
+    # end 4-grams the answer already holds (9,1,2,3 and 1,2,3,4): its own repeat, though the prompt has one too
+    assert bounds.copy_split(prompt, out, drafted) == [2, 1, 3]
 
 
 @pytest.mark.parametrize("curve", [CURVE, CostCurve([1, 2, 4, 8, 32], [1.0, 1.2, 0.9, 1.1, 2.0])])
@@ -75,8 +84,8 @@ def test_clairvoyant_bounds_the_shipped_pruner(cases, bounds, curve):
     """Also where 4 nodes cost less than 1 (as on prepacked CPUs): the clairvoyant steps are costed padded."""
     shipped = GooseDrafter()
     shipped.enable_auto_budget(AutoBudget(curve))
-    _, speed, _ = bounds.summary(bounds.replay(shipped, cases, curve), curve)
-    c_tau, c_speed, _ = bounds.summary(bounds.replay(GooseDrafter(), cases, curve, clairvoyant=True), curve)
+    _, speed, *_ = bounds.summary(bounds.replay(shipped, cases, curve), curve)
+    c_tau, c_speed, *_ = bounds.summary(bounds.replay(GooseDrafter(), cases, curve, clairvoyant=True), curve)
     assert c_speed >= speed  # per step it verifies only what is accepted (tau itself may differ a little)
     assert c_tau > 1.2  # the tiny model's repetitive text gives GOOSE something to accept
     padded = bounds.Clairvoyant.padded(curve)

@@ -131,6 +131,8 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             if width is not None:
                 g.widths_chosen.append(width)
                 calibration.observe(d.gains, width, len(res.path))
+            elif not drafting:
+                g.widths_chosen.append(1)  # paused: AR's step
             new = [d.tokens[i] for i in res.path[1:]] + [res.bonus]
             new, finished = commit(new, f.request.max_new_tokens - len(g.tokens), stop_ids)
             g.origins.extend([*(f.request.drafter.origins(res.path) if drafting else []), BONUS][: len(new)])

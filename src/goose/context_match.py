@@ -14,9 +14,11 @@ class Match:
     chain: list[int]
     n: int = 0  # the n-gram size that matched (0: none)
     consensus: bool = False  # >= 2 earlier occurrences, all followed by the same token
+    held: int = 0  # tokens the text and the earlier occurrence agree on before the chain (>= n, up to MAX_HELD)
 
 
 NO_MATCH = Match([])
+MAX_HELD = 64  # how far back a match's agreement is counted (goose.budget buckets it by powers of two)
 
 
 class ContextMatcher:
@@ -57,8 +59,17 @@ class ContextMatcher:
             s0 = valid[0]
             nxt = pool[s0 + n]
             consensus = len(valid) >= 2 and all(pool[s + n] == nxt for s in valid)
-            return Match(pool[s0 + n : s0 + n + cap], n, consensus)
+            return Match(pool[s0 + n : s0 + n + cap], n, consensus, held_before(pool, s0 + n, query))
         return NO_MATCH
+
+
+def held_before(pool: list[int], start: int, query: list[int]) -> int:
+    """How many tokens before pool[start] equal the end of `query`: the span the chain continues has held that
+    long (at most MAX_HELD)."""
+    k = 0
+    while k < MAX_HELD and k < start and k < len(query) and pool[start - 1 - k] == query[-1 - k]:
+        k += 1
+    return k
 
 
 def confidence(length: int, consensus: bool, long_match: int = 8) -> float:

@@ -57,6 +57,7 @@ class GooseSuffixDrafter(SuffixLifecycle, GooseDrafter):
         d = self.suffix.speculate(context, p.max_extended_chain, False, p.max_spec_factor, p.max_spec_offset,
                                   p.min_token_prob)
         self.path = [int(t) for t in d.token_ids]
+        self.spine_held = int(d.match_len)
         c = suffix_confidence(list(d.probs), d.match_len, p.long_match) if p.use_confidence else 0.0
         return self.path[: p.max_chain], c
 

@@ -71,16 +71,18 @@ def check(ok: bool, message: str) -> None:
 
 
 def build_spine_tree(
-    root: int, root_prev: int | None, spine: list[int], budget: int, table, p: GooseConfig, confidence: float = 1.0
+    root: int, root_prev: int | None, spine: list[int], budget: int, table, p: GooseConfig, confidence: float = 1.0,
+    held: int = 0,
 ) -> TreeNodes:
     """Lay `spine` under the root, then spend the rest of `budget` on adjacency branches.
 
-    Spine nodes carry the chain's confidence as their score (what budget=auto calibrates)."""
+    Spine nodes carry the chain's confidence as their score and how long the copied span has held before each
+    (`held` tokens before the first; 0: unknown), what budget=auto estimates them by."""
     nodes = TreeNodes(root, root_prev)
     L = len(spine)
     prev = root_prev
     for i, t in enumerate(spine):
-        nodes.add(i, t, SPINE, confidence)
+        nodes.add(i, t, SPINE, confidence, held + i if held else 0)
     branch_budget = max(0, budget - 1 - L)
     if L > 0 and p.rho > 0:
         spine_share = min(branch_budget, max(1, math.floor(branch_budget * p.rho)))
@@ -153,6 +155,7 @@ class GooseDrafter(TreeDrafter):
         self.route = "ar"
         self.routes: Counter = Counter()
         self.continuations = self.continuation_tokens = 0
+        self.spine_held = 0  # how long the span the spine continues has held (0: unknown)
 
     def start(self, context, prefill) -> None:
         super().start(context, prefill)
@@ -187,6 +190,7 @@ class GooseDrafter(TreeDrafter):
         self.matcher.sync(context)
         p = self.config
         m: Match = self.matcher.match() if p.context_spine else Match([])
+        self.spine_held = m.held
         return m.chain, confidence(len(m.chain), m.consensus, p.long_match) if p.use_confidence else 0.0
 
     def propose(self, context: list[int]) -> Draft:
@@ -200,16 +204,16 @@ class GooseDrafter(TreeDrafter):
                 chain = self.extend_chain(context, chain, c)
             if c >= 1.0:
                 self.route = "bypass"  # full confidence: the whole budget is spine, a pure chain
-                nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), table, p, c)
+                nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), table, p, c, self.spine_held)
             else:
                 budget = p.budget + math.floor(c * p.extension)
                 r = self.tier() + c * (1 - self.tier())
                 spine = chain[: min(len(chain), math.floor(budget * r), budget - 1)]
                 self.route = "spine_tree" if spine else "branch_tree"
-                nodes = build_spine_tree(root, root_prev, spine, budget, table, p, c)
+                nodes = build_spine_tree(root, root_prev, spine, budget, table, p, c, self.spine_held)
         elif chain:
             self.route = "chain"
-            nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), table, p, c)
+            nodes = build_spine_tree(root, root_prev, chain, 1 + len(chain), table, p, c, self.spine_held)
         else:
             self.route = "ar"
             nodes = TreeNodes(root, root_prev)
@@ -269,7 +273,7 @@ class SpineOnlyDrafter(GooseDrafter):
             chain = self.extend_chain(context, chain, c, target=budget - 1, certain=False)
         nodes = TreeNodes(context[-1], context[-2] if len(context) > 1 else None)
         for i, t in enumerate(chain[: budget - 1]):
-            nodes.add(i, t, SPINE, c)
+            nodes.add(i, t, SPINE, c, self.spine_held + i if self.spine_held else 0)
         self.route = "bypass" if c >= 1.0 else "chain"
         draft = self.finish(nodes)
         if len(self.proposed) < 2:

@@ -31,7 +31,9 @@ ROOT = Source("root")
 class TreeNodes:
     """Draft nodes in topological order; node 0 is the root. Siblings never repeat a token.
 
-    `root_prev` is the committed token before the root (what a bigram harvest keys the root by)."""
+    `root_prev` is the committed token before the root (what a bigram harvest keys the root by). A copied
+    chain's node may say how long the span it continues has held (`held`: tokens of text and source that agree
+    before it, its ancestors included); 0 when unknown."""
 
     def __init__(self, root: int, root_prev: int | None = None):
         self.root_prev = root_prev
@@ -40,6 +42,7 @@ class TreeNodes:
         self.depth = [0]
         self.source = [ROOT]
         self.score = [1.0]
+        self.held = [0]
         self._children: list[set[int]] = [set()]
 
     def __len__(self) -> int:
@@ -48,8 +51,9 @@ class TreeNodes:
     def has_child(self, parent: int, token: int) -> bool:
         return token in self._children[parent]
 
-    def add(self, parent: int, token: int, source: Source, score: float = 1.0) -> int:
+    def add(self, parent: int, token: int, source: Source, score: float = 1.0, held: int = 0) -> int:
         self.tokens.append(token)
+        self.held.append(held)
         self.parents.append(parent)
         self.depth.append(self.depth[parent] + 1)
         self.source.append(source)
@@ -67,7 +71,7 @@ class TreeNodes:
         out = TreeNodes(self.tokens[0], self.root_prev)
         where = {0: 0}
         for i in order[1:]:
-            where[i] = out.add(where[self.parents[i]], self.tokens[i], self.source[i], self.score[i])
+            where[i] = out.add(where[self.parents[i]], self.tokens[i], self.source[i], self.score[i], self.held[i])
         return out
 
     def subset(self, keep: list[int]) -> TreeNodes:
@@ -226,6 +230,7 @@ class TreeDrafter(Drafter):
             # Learned per prompt: a prompt's drafts never depend on which prompts ran before it
             # (a resumed run, n_prompts or another order give the same rows).
             self.auto.reset()
+            self.auto.context_len = len(context)  # what a verification attends to
         self.counters.reset()
         if self.trace is not None:
             self.trace = []
@@ -240,6 +245,7 @@ class TreeDrafter(Drafter):
             self.harvester.harvest(nodes, result)
         if self.auto is not None:
             self.auto.observe(nodes, result.path)
+            self.auto.context_len = len(context)
         self.counters.record(nodes, result.path)
         extra = self.step_info(nodes, result.path)
         if self.trace is not None:
