@@ -26,7 +26,9 @@ import torch
 from goose.metrics import first_divergence
 
 LOGIT_SCALE = 32.0
-TOLERANCE_ULPS = 16
+# Every difference measured in bfloat16 on SmolLM2 (AR against float32, and 9 methods against AR, 128 tokens on
+# 30 prompts) had gaps of at most one unit in the last place at 32 (0.25): 4 leaves room for larger logits.
+TOLERANCE_ULPS = 4
 EXACT, NUMERICS, DIVERGED = "exact", "numerics", "diverged"
 
 
