@@ -43,6 +43,6 @@ def test_equality_report_compares_every_question_and_shows_the_divergence(tiny_f
     assert "in A only (1): p2" in out and "in B only (0): -" in out
     rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in out.splitlines() if line.startswith("| p")}
     assert rows["p0"][1:4] == ["16", "16", "5"]
-    assert rows["p1"][1:4] == ["16", "9", "9"] and rows["p1"][8].startswith("(ends here)")
+    assert rows["p1"][1:4] == ["16", "9", "9"] and rows["p1"][9].startswith("(ends here)")
     assert rows["p0"][4] == rows["p1"][4] == "diverged"  # an edited token is no near-tie swapped
     assert "NOT EQUAL" in out

@@ -174,7 +174,7 @@ ROW_CASES = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.3, 0, 1.0), (0.7, 0, 0.95), (1.0, 
 def test_choose_is_the_argmax_of_the_whole_perturbed_row(t, k, p):
     """`choose` draws noise for a few tokens only: it must pick what the whole perturbed row picks, with the same
     runners-up and gaps, on peaked rows, flat rows and rows with ties (ties go to the smaller id)."""
-    from goose.engine import ranked
+    from goose.sampling import ranked
 
     g = torch.Generator().manual_seed(11)
     rows = [torch.randn(5000, generator=g) * scale for scale in (0.5, 3.0, 8.0)]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from goose.errors import GooseError
-from goose.sampling import RANKS, Choice, Sampler
+from goose.sampling import RANKS, Choice, Sampler, choice_of, ranked
 
 
 @dataclass
@@ -239,19 +239,6 @@ def choose_token(row: torch.Tensor, position: int, sampler: Sampler | None) -> C
     if sampler is not None:
         return sampler.choose(row, position)
     return ranked(row.float(), int(row.argmax()))
-
-
-def ranked(scores: torch.Tensor, chosen: int) -> Choice:
-    """`chosen` and the RANKS best other tokens of a 1-D row of scores, with the gaps to them."""
-    values, ids = scores.topk(min(RANKS + 1, scores.shape[-1]))
-    return choice_of(chosen, values, ids)
-
-
-def choice_of(chosen: int, values: torch.Tensor, ids: torch.Tensor) -> Choice:
-    """The Choice of `chosen` from a row's best scores and ids (descending; ties in any order)."""
-    top = float(values[0])  # the chosen token's score: it is the best (an argmax, or the sampler's pick)
-    others = [(i, top - v) for v, i in zip(values.tolist(), ids.tolist()) if i != chosen][:RANKS]
-    return Choice(chosen, [i for i, _ in others], [g for _, g in others])
 
 
 def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0,

@@ -214,6 +214,19 @@ class Choice(NamedTuple):
         return self.gaps[0] if self.gaps else math.inf
 
 
+def ranked(scores: torch.Tensor, chosen: int) -> Choice:
+    """`chosen` and the RANKS best other tokens of a 1-D row of scores, with the gaps to them."""
+    values, ids = scores.topk(min(RANKS + 1, scores.shape[-1]))
+    return choice_of(chosen, values, ids)
+
+
+def choice_of(chosen: int, values: torch.Tensor, ids: torch.Tensor) -> Choice:
+    """The Choice of `chosen` from a row's best scores and ids (descending; ties in any order)."""
+    top = float(values[0])  # the chosen token's score: it is the best (an argmax, or the sampler's pick)
+    others = [(i, top - v) for v, i in zip(values.tolist(), ids.tolist()) if i != chosen][:RANKS]
+    return Choice(chosen, [i for i, _ in others], [g for _, g in others])
+
+
 class Sampler:
     """Draws the tokens of one generation: the token emitted at position t is the argmax over the kept tokens of
     (filtered logit + the noise of (t, token)). Noise is drawn only for the tokens that can rank among the best

@@ -196,7 +196,7 @@ def hf_reference(model, ids: list[int], max_new_tokens: int, stops: frozenset[in
                  sampling: Sampling | None = None) -> dict:
     """Hugging Face greedy `generate` (on our perturbed logits when sampling) as a reference entry: its tokens
     and, from the scores it chose them by, each token's margin, runners-up and gaps."""
-    from goose.engine import ranked
+    from goose.sampling import ranked
 
     out = hf_greedy(model, ids, max_new_tokens, stops, sampling, output_scores=True, return_dict_in_generate=True)
     tokens = out.sequences[0, len(ids):].tolist()
