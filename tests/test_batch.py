@@ -116,7 +116,7 @@ def test_budget_auto_in_a_batch_orders_each_tree_most_valuable_first(tiny):
     template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
     prompts = many_prompts()
     want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
-    surface = CostSurface([1, 4], [1, 64], [[1.0, 1.3], [1.2, 2.0]])
+    surface = CostSurface([1, 4], [1, 64], [[1.0, 1.3], [1.2, 1.6]])
     got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in prompts],
                           cost=surface)
     assert [g.tokens for g in got] == want

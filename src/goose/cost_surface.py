@@ -91,9 +91,10 @@ class Calibration:
 
 # Every width up to 8 is measured: a batch verifies few nodes per request, and on a CPU the cost is far from
 # linear between 2 and 4 (16 rows of 3 nodes cost 1.73x one node, where the line from 2 to 4 says 1.54x).
-# SURFACE_VERSION is part of a cached surface's name: raised when what is measured changes.
+# SURFACE_VERSION is part of a cached surface's name: raised when what is measured changes (3: widths timed
+# as ratios to the one-node forward right before them).
 SURFACE_WIDTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
-SURFACE_VERSION = 2
+SURFACE_VERSION = 3
 
 
 def surface_rows(concurrency: int) -> list[int]:
@@ -107,9 +108,14 @@ def surface_rows(concurrency: int) -> list[int]:
 
 @torch.inference_mode()
 def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int = 256, repeats: int = 3):
-    """Seconds per (rows, width) pair, one per round; every pair takes its turn in every round (after a warm-up
-    round) so a slow spell lands on all alike. `engine` is a goose.batch_engine.BatchEngine with room for
-    max(rows) requests; it is left empty."""
+    """Per (rows, width) pair, one (seconds, seconds of the one-node forward timed right before it) per round;
+    every pair takes its turn in every round (after a warm-up round). `engine` is a goose.batch_engine.BatchEngine
+    with room for max(rows) requests; it is left empty.
+
+    Why pairs: this machine's speed drifts by a third within a minute (16 rows of one node: 55-85 ms over four
+    rounds), while the ratio of a width to the one-node forward next to it holds (1.96-2.16 at 4 nodes), and
+    budget=auto compares widths for the same rows, so the ratio is what must be right. Timed apart, the surface
+    said 1.69 where the batch's own steps took 2.17."""
     import time
 
     from goose.engine import Draft, _sync
@@ -118,28 +124,56 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
     g = torch.Generator().manual_seed(0)
     for _ in range(max(rows)):
         engine.admit(torch.randint(0, vocab, (context_len,), generator=g).tolist())
-    pairs = [(n, w) for n in rows for w in widths]
     drafts = {w: [Draft.chain(torch.randint(0, vocab, (w,), generator=g).tolist()) for _ in range(max(rows))]
-              for w in widths}
-    times: dict[tuple[int, int], list[float]] = {p: [] for p in pairs}
+              for w in {1, *widths}}
+    times: dict[tuple[int, int], list[tuple[float, float]]] = {(n, w): [] for n in rows for w in widths}
     full = list(engine.lengths)
+
+    def timed(n: int, w: int) -> float:
+        engine.lengths = full[:n]
+        engine._set_end()
+        _sync(engine.device)
+        t0 = time.perf_counter()
+        engine.verify(drafts[w][:n])
+        _sync(engine.device)
+        return time.perf_counter() - t0
+
     for _ in range(repeats + 1):
-        for n, w in pairs:
-            engine.lengths = full[:n]
-            engine._set_end()
-            _sync(engine.device)
-            t0 = time.perf_counter()
-            engine.verify(drafts[w][:n])
-            _sync(engine.device)
-            times[(n, w)].append(time.perf_counter() - t0)
+        for n in rows:
+            for w in widths:
+                one = timed(n, 1)
+                times[(n, w)].append((timed(n, w) if w != 1 else one, one))
         engine.lengths = list(full)
     while engine.active:
         engine.release(engine.active - 1)
     return {p: t[1:] for p, t in times.items()}
 
 
+def monotone(values: list[float]) -> list[float]:
+    """The non-decreasing sequence closest to `values` in squared error (pooling adjacent violators): more nodes
+    never cost less, and a noisy ratio below its neighbour's would make a wider tree look free."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for v in values:
+        blocks.append([v, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, c2), (m1, c1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
+    return [m for m, c in blocks for _ in range(int(c))]
+
+
+def surface_from_rounds(rounds: dict, rows: list[int], widths: list[int]) -> CostSurface:
+    """seconds(n, w) = the median one-node forward of n rows x the median ratio of w nodes to the one-node
+    forward timed next to it, made non-decreasing in w (and never below the one-node forward)."""
+    seconds = []
+    for n in rows:
+        one = statistics.median(o for w in widths for _, o in rounds[(n, w)])
+        ratios = monotone([max(1.0, statistics.median(t / o for t, o in rounds[(n, w)])) for w in widths])
+        seconds.append([one * r for r in ratios])
+    return CostSurface(rows, widths, seconds)
+
+
 def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concurrency: int,
-                 attempts: int = 3, repeats: int = 3) -> CostSurface:
+                 attempts: int = 3, repeats: int = 5) -> CostSurface:
     """The cost surface of this model on this machine up to `concurrency` requests, measured once and cached
     (keyed as goose.budget.cost_curve, plus the rows measured)."""
     from goose.paths import cache_root
@@ -158,14 +192,14 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
     tried = []
     for attempt in range(1, attempts + 1):
         rounds = measure_rounds(engine, rows, widths, repeats=repeats)
-        spread = round_spread(list(rounds.values()))
+        spread = round_spread([[t / o for t, o in r] for r in rounds.values()])
         tried.append((spread, rounds))
         if spread <= BUSY_SPREAD:
             break
         print(f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart"
               + ("; measuring again" if attempt < attempts else "; keeping the calmest"), flush=True)
     rounds = min(tried, key=lambda x: x[0])[1]
-    surface = CostSurface(rows, widths, [[statistics.median(rounds[(n, w)]) for w in widths] for n in rows])
+    surface = surface_from_rounds(rounds, rows, widths)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(surface.to_json())
     return surface
