@@ -81,7 +81,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"])
-    ap.add_argument("--n-prompts", type=int, default=10)
+    ap.add_argument("--n-prompts", type=int, default=10, help="the first N prompts of each --benchmarks entry")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats; 0 runs only the profiled pass")
     ap.add_argument("--methods", nargs="*", default=None,

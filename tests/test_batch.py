@@ -124,6 +124,27 @@ def test_budget_auto_in_a_batch_orders_each_tree_most_valuable_first(tiny):
     assert all(w <= c for g in got for w, c in zip(g.widths, g.widths_chosen))
 
 
+@pytest.mark.parametrize("name", ["goose@auto", "pld@auto", "suffix@auto"])
+def test_every_draft_in_a_batch_carries_the_gains_of_its_own_nodes(name, tiny, monkeypatch):
+    """A bare root (nothing matched) once carried the previous tree's gains: the batch paid for widths no row
+    could fill, and learned that drafts never pay (on SmolLM2 at concurrency 4: 43 drafted, 0 accepted)."""
+    template, _ = method_drafter(name)
+    template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
+    seen = []
+    verify = BatchEngine.verify
+
+    def checked(self, drafts, **kw):
+        seen.extend((len(d.tokens), len(d.gains)) for d in drafts if d.gains is not None)
+        return verify(self, drafts, **kw)
+
+    monkeypatch.setattr(BatchEngine, "verify", checked)
+    surface = CostSurface([1, 4], [1, 64], [[1.0, 1.3], [1.2, 1.6]])
+    decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in many_prompts()],
+                 cost=surface)
+    assert seen and all(n == g for n, g in seen)
+    assert any(n == 1 for n, _ in seen)  # bare roots were among them
+
+
 # --- SGLang's draft format -----------------------------------------------------------------------
 class ThroughSglang(Drafter):
     """A drafter whose every draft goes out in SGLang's form (D tokens, D x D mask) and is verified from it;
@@ -279,13 +300,33 @@ def test_the_pause_lasts_until_fewer_requests_are_in_flight_or_its_steps_run_out
     assert p.drafts(16)
     p.decided(3, 16)  # a width paid: keep drafting
     assert p.drafts(16)
-    p.decided(1, 16)  # none paid at 16 requests
-    assert [p.drafts(16) for _ in range(Pause.MAX_STEPS)] == [False] * Pause.MAX_STEPS
+    p.decided(1, 16)  # none paid at 16 requests: a short pause first
+    assert [p.drafts(16) for _ in range(Pause.MIN_STEPS)] == [False] * Pause.MIN_STEPS
     assert p.drafts(16)  # the steps ran out: look again
     p.decided(1, 16)
     assert not p.drafts(16) and not p.drafts(17) and p.drafts(15)  # one request fewer: look again at once
     p.decided(4, 15)
     assert p.drafts(15)
+
+
+def test_the_pause_doubles_while_no_width_pays_and_is_short_again_once_one_does():
+    from goose.batch_decode import Pause
+
+    def paused_for(p, rows=16):
+        n = 0
+        while not p.drafts(rows):
+            n += 1
+        return n
+
+    p = Pause()
+    lengths = []
+    for _ in range(6):
+        p.decided(1, 16)
+        lengths.append(paused_for(p))
+    assert lengths == [4, 8, 16, 32, 64, 64]
+    p.decided(6, 16)
+    p.decided(1, 16)
+    assert paused_for(p) == Pause.MIN_STEPS
 
 
 def test_drafting_overhead_counts_only_for_widths_that_draft():

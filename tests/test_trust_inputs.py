@@ -137,12 +137,26 @@ def test_a_greedy_run_with_another_seed_is_the_same_configuration(tiny_folder, t
     (["+benchmark.category=nosuch"], "unknown setting 'benchmark.category'"),
     (["method=goose", "+method.drafter.rhoo=0.3"], "unknown setting 'method.drafter.rhoo' (did you mean rho?)"),
     (["+engine.turbo=1"], "unknown setting 'engine.turbo'"),
+    (["method=gose"], "method=gose: no such method (did you mean goose?)"),
+    (["-m", "method=pld,nosuch"], "method=nosuch: no such method"),
+    (["model=smollm3"], "model=smollm3: no such model (did you mean smollm2-135m?)"),
 ])
 @pytest.mark.integration
 def test_unknown_settings_are_refused_never_ignored(args, says, tmp_path):
     r = run_py(*args, f"results_dir={tmp_path}", "n_prompts=1")
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr[-1500:]
     assert not any(tmp_path.iterdir())
+
+
+def test_a_choice_from_a_users_config_folder_is_known(tmp_path):
+    from goose.cli import CONF
+    from goose.spec import unknown_choice
+
+    (tmp_path / "method").mkdir()
+    (tmp_path / "method" / "mine.yaml").write_text("name: mine\n")
+    assert unknown_choice(["method=mine"], CONF) is not None
+    assert unknown_choice(["method=mine,goose", f"hydra.searchpath=[file://{tmp_path}]"], CONF) is None
+    assert unknown_choice(["benchmark=gsm8k", "model=smollm2-135m"], CONF) is None
 
 
 @pytest.mark.integration

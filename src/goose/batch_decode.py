@@ -40,14 +40,17 @@ class Served(Generation):
 
 class Pause:
     """budget=auto in a batch: a step whose best width was 1 (no draft paid at n requests in flight) stops drafting
-    until fewer than n requests are in flight (a smaller forward may pay for a draft) or MAX_STEPS steps have
+    until fewer than n requests are in flight (a smaller forward may pay for a draft) or the pause's steps have
     passed, so a batch where drafting does not pay costs what AR costs: no drafter proposes, harvests or reads its
-    prompt's top-k meanwhile. It depends on the tokens only (the widths chosen), so a run repeats exactly."""
+    prompt's top-k meanwhile. The pause doubles with every look that finds width 1 again (MIN_STEPS, then 2x, up
+    to MAX_STEPS) and is back to MIN_STEPS once a width pays: one weak step (every row between matches) costs a few
+    steps of drafting, not 64, while a batch too large to draft at all soon looks only every 64 steps. It depends
+    on the tokens only (the widths chosen), so a run repeats exactly."""
 
-    MAX_STEPS = 64
+    MIN_STEPS, MAX_STEPS = 4, 64
 
     def __init__(self):
-        self.left, self.rows = 0, 0
+        self.left, self.rows, self.length = 0, 0, self.MIN_STEPS
 
     def drafts(self, rows: int) -> bool:
         """Whether this step, with `rows` requests in flight, drafts (counts a paused step down)."""
@@ -59,7 +62,10 @@ class Pause:
 
     def decided(self, width: int, rows: int) -> None:
         if width == 1:
-            self.left, self.rows = self.MAX_STEPS, rows
+            self.left, self.rows = self.length, rows
+            self.length = min(2 * self.length, self.MAX_STEPS)
+        else:
+            self.length = self.MIN_STEPS
 
 
 @dataclass
@@ -120,7 +126,8 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
         if drafting and cost is not None and all(d.gains is not None for d in drafts):
             width = choose_width([calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
                                  DRAFT_OVERHEAD * cost(1, 1))
-            pause.decided(width, len(drafts))
+            if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
+                pause.decided(width, len(drafts))
         topk = flights[0].request.drafter.capabilities.topk if drafting else 0
         results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=width)
         finished_rows = []

@@ -197,6 +197,7 @@ class AutoBudget:
     def prune(self, nodes: TreeNodes) -> TreeNodes:
         """Keep the root plus the b - 1 most valuable nodes, b maximising expected tokens/s."""
         if len(nodes) <= 1:
+            self.gains = [1.0]  # a bare root promises its bonus token alone, never the last tree's gains
             return nodes
         value = [1.0] * len(nodes)
         for i in range(1, len(nodes)):

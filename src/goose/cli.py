@@ -55,9 +55,11 @@ def refused(argv: list[str]) -> str | None:
     """What is wrong with the command line before Hydra sees it: an unknown setting (Hydra would advise
     `+key=value`), or a multirun whose results_dir cannot be written (Hydra writes multirun.yaml there)."""
     from goose.durable import writable_dir
-    from goose.spec import unknown_override
+    from goose.spec import unknown_choice, unknown_override
 
     if (unknown := unknown_override(argv)) is not None:
+        return unknown
+    if (unknown := unknown_choice(argv, CONF)) is not None:
         return unknown
     launcher = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra/launcher=", "+hydra/launcher="))]
     if launcher and "slurm" in launcher[-1] and shutil.which("sbatch") is None:

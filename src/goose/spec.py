@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -331,6 +332,30 @@ def unknown_override(argv: list[str]) -> str | None:
         top = key.replace("/", ".").split(".")[0].split("@")[0]
         if top and top not in top_keys and top not in GROUPS:
             return f"unknown setting '{key}'{close_match(top, [*top_keys, *GROUPS])}: python run.py --help lists them."
+    return None
+
+
+def unknown_choice(argv: list[str], conf: Path) -> str | None:
+    """The first `model=`, `method=` or `benchmark=` (each of a multirun's comma-separated values) that names no
+    YAML in conf/<group>/ nor in a folder given by hydra.searchpath: said in one line before Hydra prints its
+    config search path."""
+    folders = [conf]
+    for arg in argv:
+        if arg.lstrip("+").startswith("hydra.searchpath="):
+            entries = [x.strip(" '\"") for x in arg.split("=", 1)[1].strip("[]").split(",") if x.strip(" '\"")]
+            if not all(x.startswith("file://") for x in entries):
+                return None  # a pkg:// entry: Hydra alone can say what it holds
+            folders += [Path(x[len("file://"):]) for x in entries]
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        group = key.lstrip("+")
+        if group not in ("model", "method", "benchmark") or not value or any(c in value for c in "()[]{}$"):
+            continue
+        known = sorted({f.stem for d in folders for f in (d / group).glob("*.yaml")})
+        for choice in value.split(","):
+            if choice not in known:
+                return (f"{group}={choice}: no such {group}{close_match(choice, known)}; one of "
+                        f"{', '.join(known)} (or a {group}/{choice}.yaml in a folder given by hydra.searchpath)")
     return None
 
 
