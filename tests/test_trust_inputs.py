@@ -149,14 +149,13 @@ def test_unknown_settings_are_refused_never_ignored(args, says, tmp_path):
 
 
 def test_a_choice_from_a_users_config_folder_is_known(tmp_path):
-    from goose.cli import CONF
     from goose.spec import unknown_choice
 
     (tmp_path / "method").mkdir()
     (tmp_path / "method" / "mine.yaml").write_text("name: mine\n")
-    assert unknown_choice(["method=mine"], CONF) is not None
-    assert unknown_choice(["method=mine,goose", f"hydra.searchpath=[file://{tmp_path}]"], CONF) is None
-    assert unknown_choice(["benchmark=gsm8k", "model=smollm2-135m"], CONF) is None
+    assert unknown_choice(["method=mine"]) is not None
+    assert unknown_choice(["method=mine,goose", f"hydra.searchpath=[file://{tmp_path}]"]) is None
+    assert unknown_choice(["benchmark=gsm8k", "model=smollm2-135m"]) is None
 
 
 @pytest.mark.integration

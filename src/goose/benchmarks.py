@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from goose.errors import GooseError
-from goose.paths import CONF, cache_root
+from goose.paths import CONF, cache_root, config_names
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,7 +114,7 @@ def check_turns(turns) -> None:
 
 
 def benchmark_names() -> list[str]:
-    return sorted(p.stem for p in (CONF / "benchmark").glob("*.yaml"))
+    return config_names("benchmark")
 
 
 def benchmark_config(name: str):

@@ -59,7 +59,7 @@ def refused(argv: list[str]) -> str | None:
 
     if (unknown := unknown_override(argv)) is not None:
         return unknown
-    if (unknown := unknown_choice(argv, CONF)) is not None:
+    if (unknown := unknown_choice(argv)) is not None:
         return unknown
     launcher = [a.split("=", 1)[1] for a in argv if a.startswith(("hydra/launcher=", "+hydra/launcher="))]
     if launcher and "slurm" in launcher[-1] and shutil.which("sbatch") is None:

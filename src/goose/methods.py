@@ -25,7 +25,7 @@ from goose.drafter import (
 )
 from goose.errors import GooseError, MissingLibrary
 from goose.metrics import FIXED
-from goose.paths import CONF
+from goose.paths import CONF, config_names
 from goose.sections import MethodSpec, check_keys
 
 
@@ -51,8 +51,7 @@ def compose_config(overrides: list[str], search_path: list[str] | tuple[str, ...
 
 def method_names(search_path: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Every method config: conf/method/*.yaml, then those in the extra search-path folders."""
-    names = {p.stem for d in (CONF, *map(Path, search_path)) for p in (Path(d) / "method").glob("*.yaml")}
-    return sorted(names)
+    return config_names("method", search_path)
 
 
 def drafter_class(method: Mapping) -> type[Drafter]:

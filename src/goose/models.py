@@ -27,7 +27,7 @@ import torch
 
 from goose.errors import GooseError
 from goose.fingerprints import digest, file_fingerprint, file_sha256, folder_fingerprint
-from goose.paths import CONF, cache_root
+from goose.paths import CONF, cache_root, config_names
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -206,7 +206,7 @@ MODEL_CONFIGS = CONF / "model"
 
 
 def model_config_names() -> list[str]:
-    return sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml"))
+    return config_names("model")
 
 
 def model_config(name: str, path: str | None = None):

@@ -9,6 +9,11 @@ _CANDIDATES = (_HERE.parents[1] / "conf", _HERE / "conf")
 CONF = next((p for p in _CANDIDATES if (p / "config.yaml").is_file()), _CANDIDATES[0])
 
 
+def config_names(group: str, search_path=()) -> list[str]:
+    """Every config of a Hydra group: conf/<group>/*.yaml, then those in the extra search-path folders."""
+    return sorted({f.stem for d in (CONF, *map(Path, search_path)) for f in (Path(d) / group).glob("*.yaml")})
+
+
 def cache_root() -> Path:
     """Converted models, cost profiles, file hashes, REST datastores: $GOOSE_CACHE or ~/.cache/goose."""
     return Path(os.environ.get("GOOSE_CACHE", Path.home() / ".cache" / "goose"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -335,23 +334,25 @@ def unknown_override(argv: list[str]) -> str | None:
     return None
 
 
-def unknown_choice(argv: list[str], conf: Path) -> str | None:
+def unknown_choice(argv: list[str]) -> str | None:
     """The first `model=`, `method=` or `benchmark=` (each of a multirun's comma-separated values) that names no
     YAML in conf/<group>/ nor in a folder given by hydra.searchpath: said in one line before Hydra prints its
     config search path."""
-    folders = [conf]
+    from goose.paths import config_names
+
+    folders: list[str] = []
     for arg in argv:
         if arg.lstrip("+").startswith("hydra.searchpath="):
             entries = [x.strip(" '\"") for x in arg.split("=", 1)[1].strip("[]").split(",") if x.strip(" '\"")]
             if not all(x.startswith("file://") for x in entries):
                 return None  # a pkg:// entry: Hydra alone can say what it holds
-            folders += [Path(x[len("file://"):]) for x in entries]
+            folders += [x[len("file://"):] for x in entries]
     for arg in argv:
         key, _, value = arg.partition("=")
         group = key.lstrip("+")
         if group not in ("model", "method", "benchmark") or not value or any(c in value for c in "()[]{}$"):
             continue
-        known = sorted({f.stem for d in folders for f in (d / group).glob("*.yaml")})
+        known = config_names(group, folders)
         for choice in value.split(","):
             if choice not in known:
                 return (f"{group}={choice}: no such {group}{close_match(choice, known)}; one of "
