@@ -89,7 +89,7 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
             d = d.spawn()  # a fresh one per concurrency: nothing learned at another carries over
             if c == 1:  # as alone: budget=auto prunes each draft on the cost curve
                 templates[name] = prepare_drafter(d, b, tok, args.model, cost_at_one)
-            else:  # the batch picks one width per step from the cost surface
+            else:  # the batch picks each request's width per step from the cost surface
                 templates[name] = prepare_drafter(d, b, tok, args.model, lambda: surface.curve(1), defer=True)
         initial = empty
         decode_batch(engine, [Request(ids, Drafter(), 8) for _, ids in prompts[:c]], stops, sampling)  # warm-up

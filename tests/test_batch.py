@@ -8,7 +8,7 @@ from conftest import hf_greedy
 from goose.batch_decode import Request, decode_batch
 from goose.batch_engine import BatchEngine
 from goose.budget import AutoBudget, CostCurve
-from goose.cost_surface import CostSurface, choose_width, surface_rows
+from goose.cost_surface import CostSurface, batch_cost, choose_widths, surface_rows
 from goose.decode import generate
 from goose.drafter import Drafter
 from goose.engine import Draft, Engine
@@ -85,6 +85,28 @@ def test_padding_nodes_never_reach_a_walk_and_rows_keep_their_own_caches(tiny):
     assert engine.lengths == [len(a) + 6, len(b) + 1]
 
 
+def test_each_row_verifies_its_own_width_of_its_own_tree_as_it_would_alone(tiny):
+    """Per-row widths in one packed forward: rows of 5, 1 and 3 nodes (trees, not chains), each cut to its width,
+    give the path, bonus and logit margins the single-request engine gives that row's cut tree alone."""
+    prompts = many_prompts()[:3]
+    engine = BatchEngine(tiny, rows=3)
+    drafts, alone = [], []
+    for p in prompts:
+        _, pre = engine.admit(p)
+        cont = hf_greedy(tiny, p, 3)
+        drafts.append(Draft([pre.bonus, cont[1], 5, cont[2], 9, 11], [-1, 0, 0, 1, 1, 2]))
+    for p, d, w in zip(prompts, drafts, [5, 1, 3]):
+        single = Engine(tiny)
+        single.prefill(p)
+        alone.append(single.verify(d.prefix(w)))
+    got = engine.verify(drafts, width=[5, 1, 3])
+    assert [r.width for r in got] == [5, 1, 3]
+    for g, a in zip(got, alone):
+        assert (g.path, g.bonus) == (a.path, a.bonus)
+        assert g.margins == pytest.approx(a.margins, abs=1e-4)
+    assert engine.lengths == [len(p) + len(g.path) for p, g in zip(prompts, got)]
+
+
 def test_a_finished_row_takes_the_next_prompt_and_the_last_row_moves_into_a_freed_one(tiny):
     a, b, c = many_prompts()[:3]
     engine = BatchEngine(tiny, rows=3)
@@ -102,12 +124,12 @@ def test_the_batch_width_maximises_expected_tokens_per_second_and_is_todays_choi
     gains = [1.0, 1.8, 2.4, 2.7, 2.9, 3.0]  # expected tokens from the first k nodes
     # alone: the cost curve's decision (AutoBudget: b maximising gain / cost)
     alone = max(range(1, 7), key=lambda b: (gains[b - 1] / curve(b), -b))
-    assert choose_width([gains], surface, 1) == alone == 4
+    assert choose_widths([gains], surface, 1) == [alone] == [4]
     # four requests: the same tree pays less per request as the forward grows (cost(4, W) rises faster)
-    assert choose_width([gains] * 4, surface, 4) == 4
+    assert choose_widths([gains] * 4, surface, 4) == [4] * 4
     assert surface(4, 16) == 8.0 and surface(2, 4) == pytest.approx(1.2 + (2.0 - 1.2) / 3)
     steep = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.0, 1.0], [1.0, 3.0, 9.0]])
-    assert choose_width([gains] * 4, steep, 4) == 1 and choose_width([gains], steep, 1) == 4
+    assert choose_widths([gains] * 4, steep, 4) == [1] * 4 and choose_widths([gains], steep, 1) == [4]
     assert surface_rows(16) == [1, 2, 4, 8, 16] and surface_rows(6) == [1, 2, 4, 6]
 
 
@@ -289,7 +311,8 @@ def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
     assert c.scaled([1.0, 3.0])[0] == 1.0 and c.scaled([1.0, 3.0])[1] < 3.0
     surface = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.05, 1.2], [1.2, 1.5, 2.2]])
     hopeful = [[1.0, 1.6, 2.2, 2.9]] * 4
-    assert choose_width(hopeful, surface, 4) == 4 and choose_width([c.scaled(g) for g in hopeful], surface, 4) < 4
+    assert choose_widths(hopeful, surface, 4) == [4] * 4
+    assert max(choose_widths([c.scaled(g) for g in hopeful], surface, 4)) < 4
 
 
 # --- a batch that stops drafting where no width pays ----------------------------------------------
@@ -332,9 +355,23 @@ def test_the_pause_doubles_while_no_width_pays_and_is_short_again_once_one_does(
 def test_drafting_overhead_counts_only_for_widths_that_draft():
     surface = CostSurface([1, 16], [1, 2, 3], [[1.0, 1.0, 1.0], [1.0, 1.3, 1.7]])
     gains = [[1.0, 1.43, 1.9]] * 16
-    assert choose_width(gains, surface, 16) == 3  # 1.9 / 1.7 > 1.43 / 1.3 > 1
-    assert choose_width(gains, surface, 16, overhead_s=0.05) == 1  # 16 requests x 0.05 of drafting: AR wins
-    assert choose_width(gains[:1], surface, 1, overhead_s=0.05) == 3  # one request: the same overhead is small
+    assert choose_widths(gains, surface, 16) == [3] * 16  # 1.9 / 1.7 > 1.43 / 1.3 > 1
+    assert choose_widths(gains, surface, 16, overhead_s=0.05) == [1] * 16  # 16 x 0.05 of drafting: AR wins
+    assert choose_widths(gains[:1], surface, 1, overhead_s=0.05) == [3]  # one request: the same overhead is small
+
+
+def test_each_request_verifies_the_nodes_that_pay_for_themselves_in_a_packed_forward():
+    """One request with a long trusted chain among bare roots drafts alone: a packed forward costs its nodes (and
+    a share of a node per padding query), not every row padded to its width."""
+    from goose.cost_surface import PADDING_SHARE
+
+    surface = CostSurface([1, 4], [1, 2, 4, 8], [[1.0, 1.0, 1.0, 1.2], [1.0, 1.1, 1.3, 2.0]])
+    chain = [1.0 + 0.9 * k for k in range(8)]  # each node adds 0.9 expected tokens
+    weak = [1.0, 1.05, 1.08]
+    widths = choose_widths([chain, weak, weak, weak], surface, 4)
+    assert widths[0] == 8 and widths[1:] == [1, 1, 1]
+    assert batch_cost(surface, widths) == pytest.approx(surface(4, (11 + PADDING_SHARE * (32 - 11)) / 4))
+    assert batch_cost(surface, widths) < surface(4, 8)  # padded, the three bare roots would cost 7 nodes each
 
 
 @pytest.mark.parametrize("name", ["goose@auto", "goose-suffix@auto", "tr@auto", "suffix@auto:run", "pld@auto"])
@@ -364,7 +401,7 @@ def test_a_batch_that_pauses_drafting_still_returns_ar_tokens(name, tiny, monkey
     assert all(max(g.widths) == 1 for g in got)  # nothing but roots verified
 
     looks = iter([1] + [4] * 1000)  # pause at 4 requests in flight, draft again once fewer are
-    monkeypatch.setattr(batch_decode, "choose_width", lambda gains, cost, n, overhead_s=0.0: next(looks))
+    monkeypatch.setattr(batch_decode, "choose_widths", lambda gains, cost, n, overhead_s=0.0: [next(looks)] * n)
     got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in prompts], cost=surface)
     assert [g.tokens for g in got] == want
     assert any(w > 1 for g in got for w in g.widths)

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from goose.batch_engine import BatchEngine
-from goose.cost_surface import DRAFT_OVERHEAD, Calibration, choose_width
+from goose.cost_surface import DRAFT_OVERHEAD, Calibration, choose_widths
 from goose.decode import BONUS, Generation, commit
 from goose.drafter import Drafter
 from goose.engine import Draft, _sync
@@ -122,22 +122,22 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             drafts = [f.request.drafter.propose(f.context) for f in flights]
         else:  # no width paid at the last look: AR's step, and no drafter is asked or told anything
             drafts = [Draft([f.context[-1]], [-1]) for f in flights]
-        width = None
+        widths = None
         if drafting and cost is not None and all(d.gains is not None for d in drafts):
-            width = choose_width([calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
-                                 DRAFT_OVERHEAD * cost(1, 1))
+            widths = choose_widths([calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
+                                   DRAFT_OVERHEAD * cost(1, 1))
             if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
-                pause.decided(width, len(drafts))
+                pause.decided(max(widths), len(drafts))
         topk = flights[0].request.drafter.capabilities.topk if drafting else 0
-        results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=width)
+        results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
         finished_rows = []
         for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
             g = f.gen
             g.steps += 1
             g.widths.append(res.width)
-            if width is not None:
-                g.widths_chosen.append(width)
-                calibration.observe(d.gains, width, len(res.path))
+            if widths is not None:
+                g.widths_chosen.append(widths[r])
+                calibration.observe(d.gains, widths[r], len(res.path))
             elif not drafting:
                 g.widths_chosen.append(1)  # paused: AR's step
             new = [d.tokens[i] for i in res.path[1:]] + [res.bonus]

@@ -1,12 +1,13 @@
 """Many requests in one forward: the engine of goose.engine over a batch of rows, each a request with its own
 KV cache contents, positions and tree.
 
-Cache layout (padded): every layer keeps keys and values in one buffer [rows, heads, capacity, dim]. Row r's
-committed entries are positions 0 .. L_r - 1 of its row (L_r: its context but the root). A forward over the
-n active rows writes each row's T nodes (its draft padded to the widest) at the same slots E .. E + T - 1,
-E = max L_r, and the mask lets row r's nodes see its slots 0 .. L_r - 1 and its own visible nodes only: the
-slots between L_r and E (left by shorter rows) and every padding node stay hidden, and a padding node sees
-itself alone. Position ids are L_r + depth, so slot numbers never reach the model. After the walk each row's
+Cache layout (padded rows): every layer keeps keys and values in one buffer [rows, heads, capacity, dim]. Row
+r's committed entries are positions 0 .. L_r - 1 of its row (L_r: its context but the root). A forward over the
+n active rows computes each row's t_r nodes packed (goose.packed: one sequence of sum t_r tokens, attention alone
+padded to T = max t_r) and writes them at slots E .. E + t_r - 1 of their row, E = max L_r; the mask lets row
+r's nodes see its slots 0 .. L_r - 1 and its own visible nodes only (the slots between L_r and E, left by
+shorter rows, stay hidden; a padding query sees its own slot alone and is dropped). Position ids are
+L_r + depth, so slot numbers never reach the model. After the walk each row's
 accepted nodes move to L_r .. L_r + k - 1 of its own row (one gather per layer for all rows), and E becomes
 the new max L_r. A newcomer is prefilled alone into a row of its own; a finished request's row is taken by
 the last active one, so the active rows are always 0 .. n - 1 and a forward never carries an idle row.
@@ -23,6 +24,7 @@ from transformers.cache_utils import DynamicLayer
 from goose.engine import Draft, Verification, _sync, check_supported, decide, tree_inputs
 from goose.errors import GooseError
 from goose.kv_cache import grown_capacity, new_cache
+from goose.packed import Packing, install
 from goose.sampling import Sampler
 
 
@@ -40,6 +42,7 @@ class BatchLayer(DynamicLayer):
         super().__init__()
         self.rows = rows
         self.end = 0  # E: where the next forward's entries go, for every row
+        self.packing: Packing | None = None  # set for a packed forward (goose.packed): where each node goes
         self._k: torch.Tensor | None = None
         self._v: torch.Tensor | None = None
 
@@ -63,10 +66,18 @@ class BatchLayer(DynamicLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        n, t = key_states.shape[0], key_states.shape[-2]
-        self.reserve(self.end + t, key_states, value_states)
-        self._k[:n, :, self.end : self.end + t].copy_(key_states)
-        self._v[:n, :, self.end : self.end + t].copy_(value_states)
+        p = self.packing
+        if p is None:
+            n, t = key_states.shape[0], key_states.shape[-2]
+            self.reserve(self.end + t, key_states, value_states)
+            self._k[:n, :, self.end : self.end + t].copy_(key_states)
+            self._v[:n, :, self.end : self.end + t].copy_(value_states)
+        else:  # [1, heads, N, dim]: node i to row p.rows[i], slot end + p.columns[i]
+            n, t = p.n, p.width
+            self.reserve(self.end + t, key_states, value_states)
+            slots = self.end + p.columns
+            self._k[p.rows, :, slots] = key_states[0].transpose(0, 1)
+            self._v[p.rows, :, slots] = value_states[0].transpose(0, 1)
         self.keys = self._k[:n, :, : self.end + t]
         self.values = self._v[:n, :, : self.end + t]
         return self.keys, self.values
@@ -95,6 +106,7 @@ class BatchEngine:
         layers = model.config.get_text_config(decoder=True).num_hidden_layers
         self.cache = DynamicCache(config=model.config)
         self.cache.layers = [BatchLayer(rows) for _ in range(layers)]
+        install(model)
         self.lengths: list[int] = []  # L_r of each active row
 
     @property
@@ -154,44 +166,51 @@ class BatchEngine:
 
     @torch.inference_mode()
     def verify(self, drafts: list[Draft], topk: int = 0, samplers: list[Sampler | None] | None = None,
-               width: int | None = None) -> list[Verification]:
+               width: int | list[int] | None = None) -> list[Verification]:
         """One forward over the drafts of rows 0 .. n - 1 (one each, in row order), each cut to `width` nodes
-        when given and to what still fits in the model's context, then each row's walk and compaction."""
+        (one for all rows, or one per row) when given and to what still fits in the model's context, then each
+        row's walk and compaction. Rows are packed (goose.packed): a forward computes the nodes it verifies only."""
         t0 = time.perf_counter() if self.profile else 0.0
         n = len(drafts)
         if n != self.active:
             raise GooseError(f"{n} drafts for {self.active} active rows.")
         samplers = samplers or [None] * n
+        widths = width if isinstance(width, list) else [width] * n
         end, dev = max(self.lengths), self.device
         cut = []
-        for L, d in zip(self.lengths, drafts):
-            fit = len(d) if width is None else min(len(d), width)
+        for L, d, w in zip(self.lengths, drafts, widths):
+            fit = len(d) if w is None else min(len(d), w)
             if self.max_positions is not None:
                 fit = min(fit, self.max_positions - L)
             cut.append(d.prefix(fit))
-        T = max(len(d) for d in cut)
-        ids = torch.zeros(n, T, dtype=torch.long, device=dev)
-        pos = torch.zeros(n, T, dtype=torch.long, device=dev)
+        packing = Packing.of([len(d) for d in cut], dev)
+        T, off = packing.width, packing.offsets
+        ids = torch.tensor([[t for d in cut for t in d.tokens]], device=dev)
+        pos = torch.empty(1, off[-1], dtype=torch.long, device=dev)
         mask = torch.full((n, 1, T, end + T), self.mask_min, dtype=self.dtype, device=dev)
         for r, (L, d) in enumerate(zip(self.lengths, cut)):
             t = len(d)
             visible, depth = tree_inputs(d, dev)
-            ids[r, :t] = torch.tensor(d.tokens, device=dev)
-            pos[r, :t] = depth + L
-            pos[r, t:] = L  # padding: any position; it sees itself alone and is never read
+            pos[0, off[r] : off[r + 1]] = depth + L
             mask[r, 0, :t, :L] = 0
             mask[r, 0, :t, end : end + t].masked_fill_(visible, 0)
             pad = torch.arange(t, T, device=dev)
-            mask[r, 0, pad, end + pad] = 0
+            mask[r, 0, pad, end + pad] = 0  # a padding query sees its own slot alone; its output is dropped
         if self.profile:
             _sync(dev)
             t1 = time.perf_counter()
-        logits = self.model(input_ids=ids, cache=self.cache, use_cache=True, position_ids=pos,
-                            attention_mask=mask).logits
+        for layer in self.cache.layers:
+            layer.packing = packing
+        try:
+            logits = self.model(input_ids=ids, cache=self.cache, use_cache=True, position_ids=pos,
+                                attention_mask=mask, goose_packing=packing).logits[0]
+        finally:
+            for layer in self.cache.layers:
+                layer.packing = None
         if self.profile:
             _sync(dev)
             t2 = time.perf_counter()
-        results = [decide(d, logits[r, : len(d)], (pos[r, : len(d)] + 1).tolist(), topk, s)
+        results = [decide(d, logits[off[r] : off[r + 1]], (pos[0, off[r] : off[r + 1]] + 1).tolist(), topk, s)
                    for r, (d, s) in enumerate(zip(cut, samplers))]
         self._compact(end, [res.path for res in results])
         if self.profile:

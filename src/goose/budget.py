@@ -175,7 +175,7 @@ class AcceptanceModel:
 class AutoBudget:
     """Per request: the acceptance estimates, and the pruning of each draft. `defer` (a request in a batch):
     the draft is not cut but ordered by value, each prefix worth `gains[k - 1]` expected tokens, and the batch
-    decides one width for all its requests (goose.batch_decode), from the cost surface."""
+    decides every request's width (goose.batch_decode), from the cost surface."""
 
     def __init__(self, cost: CostCurve, overhead_s: float = 0.0, defer: bool = False):
         self.cost = cost

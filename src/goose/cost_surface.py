@@ -1,12 +1,13 @@
-"""The cost surface cost(requests, width): seconds of one batched verification of `requests` rows, each padded
-to `width` nodes (goose.batch_engine), measured once per model content, device, dtype, threads, backend, torch
-and engine revision and cached beside the cost curve. budget=auto at concurrency > 1 picks, each step, the one
-width that maximises the batch's expected tokens per second (`choose_width`); with one request it is the
-cost curve's decision.
+"""The cost surface cost(requests, width): seconds of one batched verification of `requests` rows of `width` nodes
+each (goose.batch_engine), measured once per model content, device, dtype, threads, backend, torch and engine
+revision and cached beside the cost curve. budget=auto at concurrency > 1 picks, each step, every request's width
+to maximise the batch's expected tokens per second (`choose_widths`); with one request it is the cost curve's
+decision.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import statistics
 from pathlib import Path
@@ -25,6 +26,11 @@ class CostSurface:
     def __call__(self, requests: int, width: int) -> float:
         per_rows = [interpolate(self.widths, s, width) for s in self.seconds]
         return interpolate(self.rows, per_rows, requests)
+
+    def at(self, requests: int):
+        """seconds(width) for `requests` rows: the surface interpolated in rows once."""
+        seconds = [interpolate(self.rows, [s[j] for s in self.seconds], requests) for j in range(len(self.widths))]
+        return lambda width: interpolate(self.widths, seconds, width)
 
     def curve(self, requests: int = 1):
         """The cost curve of `requests` rows (goose.budget.CostCurve)."""
@@ -48,25 +54,57 @@ class CostSurface:
 DRAFT_OVERHEAD = 0.02
 
 
-def choose_width(gains: list[list[float]], cost, requests: int, overhead_s: float = 0.0) -> int:
-    """The width W (nodes per request, root included) maximising sum_r gains_r(min(W, len_r)) / (cost(requests, W)
-    + requests * overhead_s for W > 1): every request verifies at most its W most valuable nodes, the padded forward
-    costs the same whatever a row holds below W, and drafting costs each request `overhead_s` a step (W = 1 is a
-    step that need not draft at all). gains_r[k - 1] is request r's expected tokens from its first k nodes."""
-    best_w, best_rate = 1, -1.0
-    for w in range(1, max(len(g) for g in gains) + 1):
-        expected = sum(g[min(w, len(g)) - 1] for g in gains)
-        rate = expected / (cost(requests, w) + (requests * overhead_s if w > 1 else 0.0))
+# A packed forward (goose.packed) computes every node once, but attention still reads the rows padded to the
+# widest draft. Measured on SmolLM2 on 2 CPU cores at 16 rows: at context 256 a padding query costs about a tenth
+# of a node (2 rows of 16 nodes and 14 of one: 2.1-2.2x the one-node forward; 16 rows of 3: 1.7x), and in the
+# bench's own steps (contexts up to 600, up to 34 nodes in the widest row) 0.23-0.34 of a node. The latter is kept.
+PADDING_SHARE = 0.25
+
+
+def batch_cost(cost, widths: list[int]) -> float:
+    """Seconds of a packed forward verifying widths[r] nodes of request r: the surface at the mean width, with
+    each padding query (up to the widest row) counted as PADDING_SHARE of a node."""
+    n, total = len(widths), sum(widths)
+    return cost(n, (total + PADDING_SHARE * (n * max(widths) - total)) / n)
+
+
+def choose_widths(gains: list[list[float]], cost, requests: int, overhead_s: float = 0.0) -> list[int]:
+    """Per request r a width W_r (its first W_r nodes, root included) maximising the batch's expected tokens per
+    second, sum_r gains_r(W_r) / (batch_cost(W) + requests * overhead_s if any W_r > 1): each row pays for the
+    nodes it verifies (a packed forward), and drafting costs each request `overhead_s` a step (all W_r = 1 is a
+    step that need not draft at all). gains_r[k - 1] is request r's expected tokens from its first k nodes.
+    Greedy: nodes are added in order of the expected tokens they add, anywhere in the batch, and the best prefix
+    of that order is kept (ties to fewer nodes); the search stops once the rate has fallen a fifth below the best
+    (past the peak: the cost only grows)."""
+    at = cost.at(requests) if hasattr(cost, "at") else (lambda w: cost(requests, w))
+    widths = [1] * requests
+    total, widest = requests, 1
+    expected = sum(g[0] for g in gains)
+    best, best_rate = list(widths), expected / at(1)
+    heap = [(-(g[1] - g[0]), r) for r, g in enumerate(gains) if len(g) > 1]
+    heapq.heapify(heap)
+    while heap:
+        neg, r = heapq.heappop(heap)
+        expected -= neg
+        widths[r] += 1
+        total, widest = total + 1, max(widest, widths[r])
+        g = gains[r]
+        if widths[r] < len(g):
+            heapq.heappush(heap, (-(g[widths[r]] - g[widths[r] - 1]), r))
+        spent = at((total + PADDING_SHARE * (requests * widest - total)) / requests) + requests * overhead_s
+        rate = expected / spent
         if rate > best_rate:
-            best_w, best_rate = w, rate
-    return best_w
+            best, best_rate = list(widths), rate
+        elif rate < 0.8 * best_rate:
+            break
+    return best
 
 
 class Calibration:
     """How far the drafters' expected extra tokens are from what the walks accept, over the batch so far: the
     tokens beyond the bonus the chosen prefixes gave, over those their gains promised (a prior of PRIOR_STEPS
     request-steps at 1). The per-prompt estimates learn on the nodes they keep, mostly shallow ones, and promise
-    too much of a wide step; a batch pays for one request's wide tree in every row, so `choose_width` reads the
+    too much of a wide step, and a batch pays for every node it verifies, so `choose_widths` reads the
     gains scaled by this. It depends on the tokens only, so a run repeats exactly."""
 
     PRIOR_STEPS = 8
@@ -92,9 +130,9 @@ class Calibration:
 # Every width up to 8 is measured: a batch verifies few nodes per request, and on a CPU the cost is far from
 # linear between 2 and 4 (16 rows of 3 nodes cost 1.73x one node, where the line from 2 to 4 says 1.54x).
 # SURFACE_VERSION is part of a cached surface's name: raised when what is measured changes (3: widths timed
-# as ratios to the one-node forward right before them).
+# as ratios to the one-node forward right before them; 4: rows packed, goose.packed).
 SURFACE_WIDTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
-SURFACE_VERSION = 3
+SURFACE_VERSION = 4
 
 
 def surface_rows(concurrency: int) -> list[int]:

@@ -36,7 +36,7 @@ class Draft:
     visibility: torch.Tensor | None = None
     depths: list[int] | None = None
     # Optional: gains[k - 1] = the tokens expected if only the first k nodes are verified (a draft ordered
-    # most valuable first, budget=auto in a batch); the batch picks one width from them.
+    # most valuable first, budget=auto in a batch); the batch picks each request's width from them.
     gains: list[float] | None = None
 
     def __len__(self) -> int:

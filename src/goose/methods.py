@@ -120,8 +120,8 @@ def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str
                     defer: bool = False) -> Drafter:
     """Arm a drafter for a loaded model: the tokenizer for drafters bound to one (REST's datastore: checked,
     or built on first use), and under budget=auto the pruner over the cost curve (`cost()`, measured or
-    read once; `defer`: in a batch, which picks one width for all its requests). The one place drafters are
-    armed (runner, API, bench)."""
+    read once; `defer`: in a batch, which picks every request's width for the forward they share). The one
+    place drafters are armed (runner, API, bench)."""
     from goose.budget import AutoBudget
 
     if drafter.capabilities.tokenizer_bound:
