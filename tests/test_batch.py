@@ -146,6 +146,34 @@ def test_budget_auto_in_a_batch_orders_each_tree_most_valuable_first(tiny):
     assert all(w <= c for g in got for w, c in zip(g.widths, g.widths_chosen))
 
 
+def test_budget_auto_in_a_batch_harvests_a_prompt_only_where_the_harvest_pays(tiny, monkeypatch):
+    """A prompt's top-k costs the same at any concurrency, a request's share of a forward shrinks with the batch:
+    under budget=auto the batch skips a harvest that costs more than HARVEST_SHARE of the request's share of
+    its forwards (tokens unchanged); a fixed budget harvests as configured."""
+    from goose.cost_surface import HARVEST_SHARE, harvest_pays
+
+    surface = CostSurface([1, 16], [1, 64], [[0.030, 0.05], [0.060, 0.2]], harvest_s=0.0002)  # 300 tokens: 60 ms
+    assert harvest_pays(surface, 300, 128, 1)  # 60 ms against 3% of 128 x 30 ms = 115 ms
+    assert not harvest_pays(surface, 300, 128, 16)  # against 3% of 128 x 60 / 16 ms = 14 ms
+    assert HARVEST_SHARE == 0.03
+    asked = []
+    admit = BatchEngine.admit
+    monkeypatch.setattr(BatchEngine, "admit", lambda self, p, topk=0, sampler=None: asked.append(topk)
+                        or admit(self, p, topk=topk, sampler=sampler))
+    prompts = many_prompts()
+    want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
+    for cost, budget, harvested in [(0.01, "auto", False), (0.0, "auto", True), (0.01, "fixed", True)]:
+        template, _ = method_drafter("goose@auto" if budget == "auto" else "goose")
+        if budget == "auto":
+            template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
+        dear = CostSurface([1, 4], [1, 64], [[0.030, 0.05], [0.040, 0.1]], harvest_s=cost)
+        asked.clear()
+        got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 24) for p in prompts],
+                              cost=dear)
+        assert [g.tokens for g in got] == want
+        assert all(k > 0 for k in asked) if harvested else asked and not any(asked)
+
+
 @pytest.mark.parametrize("name", ["goose@auto", "pld@auto", "suffix@auto"])
 def test_every_draft_in_a_batch_carries_the_gains_of_its_own_nodes(name, tiny, monkeypatch):
     """A bare root (nothing matched) once carried the previous tree's gains: the batch paid for widths no row

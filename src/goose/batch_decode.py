@@ -13,11 +13,13 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from goose.batch_engine import BatchEngine
-from goose.cost_surface import DRAFT_OVERHEAD, Calibration, choose_widths
+from goose.cost_surface import DRAFT_OVERHEAD, Calibration, choose_widths, harvest_pays
 from goose.decode import BONUS, Generation, commit
 from goose.drafter import Drafter
 from goose.engine import Draft, _sync
 from goose.sampling import Sampling
+
+RESERVED_DRAFT = 128  # nodes of draft a batch's buffers hold room for up front (a wider one still fits: they grow)
 
 
 @dataclass
@@ -80,8 +82,10 @@ class _Flight:
 def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozenset[int] = frozenset(),
                  sampling: Sampling | None = None, cost=None) -> tuple[list[Served], float]:
     """Decode `requests`, up to `engine.rows` at once, in order of admission (the list's). `cost`: the cost
-    surface budget=auto picks each step's width from (drafts that carry gains). Returns the generations, in the
-    requests' order, and the batch's wall time."""
+    surface budget=auto picks each step's widths from (drafts that carry gains), and which prompts to harvest
+    (`harvest_pays`). Returns the generations, in the requests' order, and the batch's wall time."""
+    if requests:  # the longest request's context and a wide draft, so no buffer grows mid-batch
+        engine.reserve(max(len(r.prompt) + r.max_new_tokens for r in requests) + RESERVED_DRAFT)
     _sync(engine.device)
     t0 = time.perf_counter()
     now = lambda: time.perf_counter() - t0  # noqa: E731
@@ -104,7 +108,10 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             caps = req.drafter.capabilities
             sampler = sampling.for_prompt(req.prompt) if sampling is not None else None
             admitted = now()
-            _, pre = engine.admit(req.prompt, topk=caps.topk if caps.harvest_prefill else 0, sampler=sampler)
+            sized = cost is not None and req.drafter.sized_by_batch  # budget=auto: the harvest must pay too
+            harvest = caps.harvest_prefill and not (
+                sized and not harvest_pays(cost, len(req.prompt), req.max_new_tokens, engine.rows))
+            _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
             first, finished = commit([pre.bonus], req.max_new_tokens, stop_ids)
             gen = Served(tokens=first, steps=1, wall_s=0.0, origins=[BONUS] * len(first), margins=pre.margins[:1],
                          runners_up=pre.runners_up[:1], gaps=pre.gaps[:1], admitted_s=admitted, first_token_s=now())

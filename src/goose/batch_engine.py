@@ -75,9 +75,9 @@ class BatchLayer(DynamicLayer):
         else:  # [1, heads, N, dim]: node i to row p.rows[i], slot end + p.columns[i]
             n, t = p.n, p.width
             self.reserve(self.end + t, key_states, value_states)
-            slots = self.end + p.columns
-            self._k[p.rows, :, slots] = key_states[0].transpose(0, 1)
-            self._v[p.rows, :, slots] = value_states[0].transpose(0, 1)
+            slots, real = self.end + p.columns, p.offsets[-1]
+            self._k[p.rows, :, slots] = key_states[0, :, :real].transpose(0, 1)
+            self._v[p.rows, :, slots] = value_states[0, :, :real].transpose(0, 1)
         self.keys = self._k[:n, :, : self.end + t]
         self.values = self._v[:n, :, : self.end + t]
         return self.keys, self.values
@@ -117,6 +117,22 @@ class BatchEngine:
         end = max(self.lengths, default=0)
         for layer in self.cache.layers:
             layer.end = end
+
+    @torch.inference_mode()
+    def reserve(self, slots: int) -> None:
+        """Room for `slots` entries per row now (capped at the model's context), so a timed batch never grows its
+        buffers midway: growing copies every row's cache, and a method drafting wider trees would pay it where
+        AR does not."""
+        text = self.model.config.get_text_config(decoder=True)
+        heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+        dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        like = torch.empty(1, heads, 1, dim, dtype=self.dtype, device=self.device)
+        if self.max_positions is not None:
+            slots = min(slots, self.max_positions)
+        for layer in self.cache.layers:
+            if not layer.is_initialized:
+                layer.lazy_initialization(like, like)
+            layer.reserve(slots, like, like)
 
     @torch.inference_mode()
     def admit(self, prompt: list[int], topk: int = 0, sampler: Sampler | None = None) -> tuple[int, Verification]:
@@ -185,8 +201,9 @@ class BatchEngine:
             cut.append(d.prefix(fit))
         packing = Packing.of([len(d) for d in cut], dev)
         T, off = packing.width, packing.offsets
-        ids = torch.tensor([[t for d in cut for t in d.tokens]], device=dev)
-        pos = torch.empty(1, off[-1], dtype=torch.long, device=dev)
+        filler = [0] * (packing.size - off[-1])  # computed, never attended nor read (goose.packed.bucket)
+        ids = torch.tensor([[t for d in cut for t in d.tokens] + filler], device=dev)
+        pos = torch.zeros(1, packing.size, dtype=torch.long, device=dev)
         mask = torch.full((n, 1, T, end + T), self.mask_min, dtype=self.dtype, device=dev)
         for r, (L, d) in enumerate(zip(self.lengths, cut)):
             t = len(d)

@@ -18,10 +18,12 @@ from goose.budget import BUSY_SPREAD, COST_PROFILE_VERSION, interpolate, round_s
 
 
 class CostSurface:
-    """seconds[i][j]: `rows[i]` requests of `widths[j]` nodes each; interpolated in width, then in rows."""
+    """seconds[i][j]: `rows[i]` requests of `widths[j]` nodes each; interpolated in width, then in rows.
+    `harvest_s`: seconds of a prompt's top-k (the output layer over its positions) per prompt token."""
 
-    def __init__(self, rows: list[int], widths: list[int], seconds: list[list[float]]):
+    def __init__(self, rows: list[int], widths: list[int], seconds: list[list[float]], harvest_s: float = 0.0):
         self.rows, self.widths, self.seconds = list(rows), list(widths), [list(s) for s in seconds]
+        self.harvest_s = harvest_s
 
     def __call__(self, requests: int, width: int) -> float:
         per_rows = [interpolate(self.widths, s, width) for s in self.seconds]
@@ -39,12 +41,13 @@ class CostSurface:
         return CostCurve(self.widths, [self(requests, w) for w in self.widths])
 
     def to_json(self) -> str:
-        return json.dumps({"rows": self.rows, "widths": self.widths, "seconds": self.seconds})
+        return json.dumps({"rows": self.rows, "widths": self.widths, "seconds": self.seconds,
+                           "harvest_s": self.harvest_s})
 
     @classmethod
     def load(cls, path: Path) -> CostSurface:
         d = json.loads(Path(path).read_text())
-        return cls(d["rows"], d["widths"], d["seconds"])
+        return cls(d["rows"], d["widths"], d["seconds"], d.get("harvest_s", 0.0))
 
 
 # What drafting costs a request per step beside the forward (proposing, harvesting, the prompt's top-k spread
@@ -100,6 +103,20 @@ def choose_widths(gains: list[list[float]], cost, requests: int, overhead_s: flo
     return best
 
 
+# What a prompt's harvest (its top-k at every position, seeding an adjacency table) is worth: GOOSE's tau without it
+# is 3-5% lower (the paper's ablations; here 2.06 against 2.15 at concurrency 4).
+HARVEST_SHARE = 0.03
+
+
+def harvest_pays(cost: CostSurface, prompt_len: int, new_tokens: int, rows: int) -> bool:
+    """Whether a request in a batch of `rows` should harvest its prompt: the output layer over every prompt position
+    costs about what HARVEST_SHARE of the request's own share of its batch's forwards would (`new_tokens` AR steps
+    of cost(rows, 1) / rows) or less. Alone a harvest is a few steps of 128 and pays; at 4 or 16 rows a request's
+    share of a forward is a quarter or a sixteenth of it, while its prompt's top-k costs the same."""
+    harvest = getattr(cost, "harvest_s", 0.0) * prompt_len
+    return harvest <= HARVEST_SHARE * new_tokens * cost(rows, 1) / rows
+
+
 class Calibration:
     """How far the drafters' expected extra tokens are from what the walks accept, over the batch so far: the
     tokens beyond the bonus the chosen prefixes gave, over those their gains promised (a prior of PRIOR_STEPS
@@ -130,9 +147,10 @@ class Calibration:
 # Every width up to 8 is measured: a batch verifies few nodes per request, and on a CPU the cost is far from
 # linear between 2 and 4 (16 rows of 3 nodes cost 1.73x one node, where the line from 2 to 4 says 1.54x).
 # SURFACE_VERSION is part of a cached surface's name: raised when what is measured changes (3: widths timed
-# as ratios to the one-node forward right before them; 4: rows packed, goose.packed).
+# as ratios to the one-node forward right before them; 4: rows packed, goose.packed; 5: the prompt harvest;
+# 6: node counts bucketed).
 SURFACE_WIDTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
-SURFACE_VERSION = 4
+SURFACE_VERSION = 6
 
 
 def surface_rows(concurrency: int) -> list[int]:
@@ -187,6 +205,31 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
     return {p: t[1:] for p, t in times.items()}
 
 
+@torch.inference_mode()
+def measure_harvest(engine, context_len: int = 256, repeats: int = 5, topk: int = 10) -> float:
+    """The prompt harvest's seconds over a one-row one-node forward timed right before it (median of `repeats`
+    pairs): a prompt of `context_len` random tokens, its top-`topk` at every position. `engine` is left empty."""
+    import time
+
+    from goose.engine import Draft, _sync
+
+    vocab = engine.model.config.get_text_config(decoder=True).vocab_size
+    g = torch.Generator().manual_seed(1)
+    ratios = []
+    for _ in range(repeats + 1):
+        _, pre = engine.admit(torch.randint(0, vocab, (context_len,), generator=g).tolist(), topk=topk)
+        _sync(engine.device)
+        t0 = time.perf_counter()
+        engine.verify([Draft([pre.bonus], [-1])])
+        _sync(engine.device)
+        t1 = time.perf_counter()
+        pre.topk_later()
+        _sync(engine.device)
+        ratios.append((time.perf_counter() - t1) / (t1 - t0))
+        engine.release(0)
+    return statistics.median(ratios[1:])
+
+
 def monotone(values: list[float]) -> list[float]:
     """The non-decreasing sequence closest to `values` in squared error (pooling adjacent violators): more nodes
     never cost less, and a noisy ratio below its neighbour's would make a wider tree look free."""
@@ -238,6 +281,7 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
               + ("; measuring again" if attempt < attempts else "; keeping the calmest"), flush=True)
     rounds = min(tried, key=lambda x: x[0])[1]
     surface = surface_from_rounds(rounds, rows, widths)
+    surface.harvest_s = measure_harvest(engine) * surface(1, 1) / 256
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(surface.to_json())
     return surface

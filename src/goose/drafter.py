@@ -171,6 +171,11 @@ class Drafter:
         """budget=auto: an `AutoBudget` that prunes every draft (capabilities.auto_budget)."""
         raise GooseError(f"method '{self.name}' does not support budget=auto; give a number of nodes.")
 
+    @property
+    def sized_by_batch(self) -> bool:
+        """budget=auto in a batch: drafts carry gains and the batch decides what is verified (and harvested)."""
+        return False
+
     def enable_trace(self) -> None:
         """Record one dict per step until `take_trace` (capabilities.trace)."""
 

@@ -204,6 +204,10 @@ class TreeDrafter(Drafter):
             super().enable_auto_budget(auto)
         self.auto = auto
 
+    @property
+    def sized_by_batch(self) -> bool:
+        return self.auto is not None and self.auto.defer
+
     def enable_trace(self) -> None:
         self.trace = []
 
