@@ -60,3 +60,35 @@ def plot_concurrency(df: pd.DataFrame):
     ax.set_title("Does speculation still pay when requests share a forward?")
     ax.legend(fontsize=7)
     return fig
+
+
+def plot_bench(data: dict):
+    """The figure of a `bench.py --concurrency ... --json` file: x batched AR against concurrency, one line per method,
+    titled with what it was measured on."""
+    cells = pd.DataFrame(data["cells"])
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for method, g in cells.groupby("method", sort=False):
+        g = g.sort_values("concurrency")
+        ax.plot(g.concurrency, g.x_ar, marker="o", label=method)
+    ax.axhline(1.0, color="black", lw=0.8)
+    levels = sorted(cells.concurrency.unique())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(levels, [str(c) for c in levels])
+    ax.set_xlabel("requests in one forward (concurrency)")
+    ax.set_ylabel("tokens/s over batched AR at the same concurrency (x)")
+    ax.set_title(f"{data['model']} {data.get('dtype', '')} on {data.get('device', '')} "
+                 f"({data.get('threads', '?')} threads, engine.backend={data.get('backend', '?')}), "
+                 f"{data['prompts']} prompts x {data['max_new_tokens']} tokens, median of {data['repeats']} repeats, "
+                 f"{data['when'][:10]}", fontsize=8)
+    ax.legend(fontsize=8)
+    return fig
+
+
+if __name__ == "__main__":  # python -m analysis.concurrency BENCH.json FIGURE.png
+    import json
+    import sys
+    from pathlib import Path
+
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python -m analysis.concurrency BENCH.json FIGURE.png (a bench.py --json file)")
+    plot_bench(json.loads(Path(sys.argv[1]).read_text())).savefig(sys.argv[2], dpi=120, bbox_inches="tight")

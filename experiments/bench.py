@@ -105,6 +105,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--prompts", default=None, help="a JSONL file of your own prompts ({\"prompt\": ..., \"id\": ...} "
                     "per line) instead of --benchmarks")
     ap.add_argument("--json", default=None, help="also write every printed row to this file, machine-readable")
+    ap.add_argument("--figure", default=None, help="with --concurrency and --json: also plot speedup against "
+                    "concurrency (one line per method, batched AR = 1) to this image file")
     args = ap.parse_args(argv)
     check_names(ap, args)
     if args.concurrency is not None:
@@ -115,6 +117,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
             ap.error(f"--concurrency: {', '.join(hf)} decode one request at a time; leave them out")
         if args.repeats < 1:
             ap.error("--concurrency needs --repeats >= 1")
+    if args.figure and not (args.concurrency and args.json):
+        ap.error("--figure plots a concurrency sweep: give --concurrency and --json too")
     try:
         args.sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
     except GooseError as e:

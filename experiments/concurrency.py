@@ -16,6 +16,9 @@ import json
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
 
 from goose.batch_decode import Request, decode_batch
 from goose.batch_engine import BatchEngine
@@ -133,10 +136,16 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
         with open(args.json, "w") as f:
             json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": args.model, "prompts": len(prompts),
                        "max_new_tokens": N, "repeats": args.repeats, "dtype": str(dtype).replace("torch.", ""),
-                       "device": str(device), "ar_alone_single_engine_tokens_per_s": ar_alone, "cells": out,
-                       "ar_against_float32": half},
+                       "device": str(device), "threads": torch.get_num_threads(),
+                       "backend": getattr(model, "goose_backend", "eager"),
+                       "ar_alone_single_engine_tokens_per_s": ar_alone, "cells": out, "ar_against_float32": half},
                       f, indent=1)
         print(f"wrote {args.json}")
+        if args.figure:
+            from analysis.concurrency import plot_bench
+
+            plot_bench(json.loads(Path(args.json).read_text())).savefig(args.figure, dpi=120, bbox_inches="tight")
+            print(f"wrote {args.figure}")
     return out
 
 

@@ -304,7 +304,7 @@ def test_a_run_at_concurrency_3_times_batches_against_batched_ar_and_resumes(tin
         run_goose(*base, "method=goose", "speedup_reference=cached")
 
 
-def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys):
+def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys, tmp_path):
     """memory=run state is shared by a drafter's spawns: a level must not start from the previous level's prompts
     (SuffixDecoding's tree once held every answer of concurrency 1 at concurrency 4: tau 2.2 became 8.8)."""
     from argparse import Namespace
@@ -316,16 +316,20 @@ def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys
 
     prompts = [("tiny", p) for p in many_prompts()]
 
-    def tau_at(levels):
+    def tau_at(levels, json=None, figure=None):
         built = build_drafters(["tr:run", "suffix@16:run"], "smollm2-135m")
-        args = Namespace(max_new_tokens=16, concurrency=levels, repeats=1, json=None, model="tiny")
+        args = Namespace(max_new_tokens=16, concurrency=levels, repeats=1, json=json, figure=figure, model="tiny")
         out = concurrency.run(args, tiny, byte_tokenizer(), frozenset(), prompts, built, None, None,
                               torch.device("cpu"), torch.float32, None)
         return {(r["method"], r["concurrency"]): r["tau"] for r in out}
 
-    both, alone = tau_at([1, 2]), tau_at([2])
+    both, alone = tau_at([1, 2], tmp_path / "bench.json", tmp_path / "bench.png"), tau_at([2])
     for method in ("tr:run", "suffix@16:run"):
         assert both[(method, 2)] == alone[(method, 2)], method
+    import json
+
+    written = json.loads((tmp_path / "bench.json").read_text())  # --json, and --figure drawn from it
+    assert written["threads"] >= 1 and written["backend"] == "eager" and (tmp_path / "bench.png").stat().st_size
 
 
 def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
