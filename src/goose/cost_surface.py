@@ -64,11 +64,15 @@ DRAFT_OVERHEAD = 0.02
 PADDING_SHARE = 0.25
 
 
+def packed_width(total: int, widest: int, requests: int) -> float:
+    """The uniform width whose forward costs what a packed one of `total` nodes (the widest row `widest`) costs:
+    the mean width, each padding query of the attention counted as PADDING_SHARE of a node."""
+    return (total + PADDING_SHARE * (requests * widest - total)) / requests
+
+
 def batch_cost(cost, widths: list[int]) -> float:
-    """Seconds of a packed forward verifying widths[r] nodes of request r: the surface at the mean width, with
-    each padding query (up to the widest row) counted as PADDING_SHARE of a node."""
-    n, total = len(widths), sum(widths)
-    return cost(n, (total + PADDING_SHARE * (n * max(widths) - total)) / n)
+    """Seconds of a packed forward verifying widths[r] nodes of request r (`packed_width` on the surface)."""
+    return cost(len(widths), packed_width(sum(widths), max(widths), len(widths)))
 
 
 def choose_widths(gains: list[list[float]], cost, requests: int, overhead_s: float = 0.0) -> list[int]:
@@ -94,7 +98,7 @@ def choose_widths(gains: list[list[float]], cost, requests: int, overhead_s: flo
         g = gains[r]
         if widths[r] < len(g):
             heapq.heappush(heap, (-(g[widths[r]] - g[widths[r] - 1]), r))
-        spent = at((total + PADDING_SHARE * (requests * widest - total)) / requests) + requests * overhead_s
+        spent = at(packed_width(total, widest, requests)) + requests * overhead_s
         rate = expected / spent
         if rate > best_rate:
             best, best_rate = list(widths), rate

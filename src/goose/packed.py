@@ -14,6 +14,7 @@ unchanged whenever a forward passes no `goose_packing`, so the single-request en
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -43,9 +44,7 @@ class Packing:
         width = max(lengths)
         rows = [r for r, t in enumerate(lengths) for _ in range(t)]
         columns = [j for t in lengths for j in range(t)]
-        offsets = [0]
-        for t in lengths:
-            offsets.append(offsets[-1] + t)
+        offsets = [0, *itertools.accumulate(lengths)]
         r_t = torch.tensor(rows, device=device)
         c_t = torch.tensor(columns, device=device)
         return cls(len(lengths), width, r_t, c_t, r_t * width + c_t, offsets)
