@@ -85,9 +85,15 @@ def test_padding_nodes_never_reach_a_walk_and_rows_keep_their_own_caches(tiny):
     assert engine.lengths == [len(a) + 6, len(b) + 1]
 
 
-def test_each_row_verifies_its_own_width_of_its_own_tree_as_it_would_alone(tiny):
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_each_row_verifies_its_own_width_of_its_own_tree_as_it_would_alone(attention):
     """Per-row widths in one packed forward: rows of 5, 1 and 3 nodes (trees, not chains), each cut to its width,
-    give the path, bonus and logit margins the single-request engine gives that row's cut tree alone."""
+    give the path, bonus and logit margins the single-request engine gives that row's cut tree alone; with the
+    model's attention either sdpa or eager (goose.packed wraps whichever it finds)."""
+    from tiny import tiny_model
+
+    tiny = tiny_model(seed=0)
+    tiny.set_attn_implementation(attention)
     prompts = many_prompts()[:3]
     engine = BatchEngine(tiny, rows=3)
     drafts, alone = [], []
