@@ -58,11 +58,20 @@ def _config(run: Path) -> dict:
 
 
 def _describe(run: Path) -> str:
+    """The run as its rows record it (summary.json: method, budget label, memory), with its benchmark,
+    concurrency and dtype; the config's raw budget would say B=60 for a method no budget changes."""
     c = _config(run)
     if not c:
         return str(run)
-    return (f"{run} ({c.get('method', {}).get('name')}, B={c.get('budget')}, {c.get('benchmark', {}).get('name')}, "
-            f"{c.get('identity', {}).get('dtype', '?')})")
+    try:
+        recorded = json.loads((run / "summary.json").read_text())
+    except (OSError, ValueError):
+        recorded = {}
+    method = recorded.get("method", c.get("method", {}).get("name"))
+    budget = recorded.get("budget", c.get("budget"))
+    memory = recorded.get("memory", c.get("memory"))
+    return (f"{run} ({method}, B={budget}, memory={memory}, {c.get('benchmark', {}).get('name')}, "
+            f"concurrency {c.get('concurrency', 1)}, {c.get('identity', {}).get('dtype', '?')})")
 
 
 def _show(pieces: list[str], start: int) -> str:

@@ -25,6 +25,9 @@ def test_equality_report_compares_every_question_and_shows_the_divergence(tiny_f
     r = subprocess.run([*cmd, "--a", str(a), "--b", str(b)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "compared 3 question(s) present in both: 3 identical, 0 differ" in r.stdout and "EQUAL" in r.stdout
+    # each run as its rows record it: AR takes no budget (B=fixed, never the config's default 60)
+    assert "(ar, B=fixed, memory=none, jsonl, concurrency 1, float32)" in r.stdout
+    assert "(goose, B=16, memory=prompt, jsonl, concurrency 1, float32)" in r.stdout
     edited = tmp_path / "edited"
     shutil.copytree(b, edited)
     lines = [json.loads(x) for x in (edited / "outputs.jsonl").read_text().splitlines()]

@@ -24,7 +24,8 @@ def test_classify_by_hand():
     tol = tolerance("float32")
     assert tol == pytest.approx(4 * 2 ** -23 * 32)
     ref = old([1, 2, 4], [5.0, 3.0, tol / 4], [9, 9, 3])  # AR chose 4 over 3 by a quarter of the tolerance
-    assert classify(old([1, 2, 4], [5.0, 3.0, 1.0], [9, 9, 3]), ref, "float32").kind == EXACT
+    exact = classify(old([1, 2, 4], [5.0, 3.0, 1.0], [9, 9, 3]), ref, "float32")
+    assert exact.kind == EXACT and exact.columns()["equality_tolerance"] == tol  # an exact row records it too
     v = classify(old([1, 2, 3, 7], [5.0, 3.0, tol / 2, 2.0], [9, 9, 4, 1]), ref, "float32")
     assert (v.kind, v.index, v.margin, v.ar_margin, v.gap, v.ar_gap) == (NUMERICS, 2, tol / 2, tol / 4, tol / 2,
                                                                          tol / 4)
