@@ -59,7 +59,8 @@ def _config(run: Path) -> dict:
 
 def _describe(run: Path) -> str:
     """The run as its rows record it (summary.json: method, budget label, memory), with its benchmark,
-    concurrency and dtype; the config's raw budget would say B=60 for a method no budget changes."""
+    concurrency and dtype; the config's raw budget would say B=60 for a method no budget changes, so without a
+    summary the budget and memory are shown as unknown."""
     c = _config(run)
     if not c:
         return str(run)
@@ -68,8 +69,8 @@ def _describe(run: Path) -> str:
     except (OSError, ValueError):
         recorded = {}
     method = recorded.get("method", c.get("method", {}).get("name"))
-    budget = recorded.get("budget", c.get("budget"))
-    memory = recorded.get("memory", c.get("memory"))
+    budget = recorded.get("budget", "?")  # no summary (a run stopped early): the config's raw value may not apply
+    memory = recorded.get("memory", "?")
     return (f"{run} ({method}, B={budget}, memory={memory}, {c.get('benchmark', {}).get('name')}, "
             f"concurrency {c.get('concurrency', 1)}, {c.get('identity', {}).get('dtype', '?')})")
 
