@@ -158,10 +158,10 @@ def test_budget_auto_in_a_batch_harvests_a_prompt_only_where_the_harvest_pays(ti
     its forwards (tokens unchanged); a fixed budget harvests as configured."""
     from goose.cost_surface import HARVEST_SHARE, harvest_pays
 
-    surface = CostSurface([1, 16], [1, 64], [[0.030, 0.05], [0.060, 0.2]], harvest_s=0.0002)  # 300 tokens: 60 ms
-    assert harvest_pays(surface, 300, 128, 1)  # 60 ms against 3% of 128 x 30 ms = 115 ms
-    assert not harvest_pays(surface, 300, 128, 16)  # against 3% of 128 x 60 / 16 ms = 14 ms
-    assert HARVEST_SHARE == 0.03
+    surface = CostSurface([1, 16], [1, 64], [[0.030, 0.05], [0.060, 0.2]], harvest_s=0.0002)  # 100 tokens: 20 ms
+    assert harvest_pays(surface, 100, 128, 1)  # 20 ms against 1% of 128 x 30 ms = 38 ms
+    assert not harvest_pays(surface, 100, 128, 16)  # against 1% of 128 x 60 / 16 ms = 5 ms
+    assert HARVEST_SHARE == 0.01
     asked = []
     admit = BatchEngine.admit
     monkeypatch.setattr(BatchEngine, "admit", lambda self, p, topk=0, sampler=None: asked.append(topk)
