@@ -6,7 +6,6 @@ from conftest import hf_greedy
 
 from goose.decode import Drafter, commit, generate
 from goose.engine import Draft, Engine, ancestor_matrix, check_supported, greedy_walk
-from goose.errors import GooseError
 
 
 class Scripted(Drafter):
@@ -144,12 +143,15 @@ def test_walk_and_ancestors():
     assert ancestor_matrix(long, torch.device("cpu")).sum().item() == 100 * 101 // 2
 
 
-def test_sliding_window_models_refused():
+def test_sliding_window_models_are_supported_full_attention_ones_unchanged():
     from transformers import MistralConfig, Qwen2Config
 
-    with pytest.raises(GooseError, match="sliding"):
-        check_supported(MistralConfig(sliding_window=128))
+    from goose.layouts import sliding_window
+
+    check_supported(MistralConfig(sliding_window=128))  # masked by the engines (tests/test_windows.py)
     check_supported(Qwen2Config(use_sliding_window=False))
+    assert sliding_window(MistralConfig(sliding_window=128)) == 128
+    assert sliding_window(Qwen2Config(use_sliding_window=False)) is None
 
 
 def test_greedy_from_topk_breaks_ties_like_argmax():

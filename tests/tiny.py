@@ -29,6 +29,30 @@ def tiny_model(seed: int = 0, **kw):
     return model
 
 
+def tiny_windowed_model(kind: str = "gemma3", seed: int = 0, window: int = 8):
+    """A tiny random model whose layers (gemma3: every other one; mistral: all) attend to the last `window`
+    positions only: contexts past the window test the engines' windowed masks against the model's own
+    generate, whose cache drops the old entries instead."""
+    torch.manual_seed(seed)
+    common = dict(vocab_size=260, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=1024, sliding_window=window, bos_token_id=None, eos_token_id=257,
+                  pad_token_id=258, tie_word_embeddings=False)
+    if kind == "gemma3":
+        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+        config = Gemma3TextConfig(num_hidden_layers=4, head_dim=16,
+                                  layer_types=["sliding_attention", "full_attention"] * 2, **common)
+        model = Gemma3ForCausalLM(config)
+    else:
+        from transformers import MistralConfig, MistralForCausalLM
+
+        model = MistralForCausalLM(MistralConfig(num_hidden_layers=2, **common))
+    model.eval()
+    with torch.no_grad():
+        model.get_output_embeddings().weight.mul_(8.0)
+    return model
+
+
 def byte_tokenizer():
     """Bytes 0..255 are tokens 0..255; 256 = <s>, 257 = </s>, 258 = <pad>."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers

@@ -21,18 +21,19 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from goose.engine import Draft, Verification, _sync, check_supported, decide, tree_inputs
+from goose.engine import Draft, Verification, _sync, decide, tree_inputs
 from goose.errors import GooseError
 from goose.kv_cache import grown_capacity, new_cache
+from goose.layouts import check_supported, head_logits, layer_masks, sliding_window
 from goose.packed import Packing, install
 from goose.sampling import Sampler
 
 
 @torch.inference_mode()
-def _prompt_topk(head, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _prompt_topk(model, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     from goose.engine import topk_rows
 
-    return topk_rows(head(hidden).float(), k)
+    return topk_rows(head_logits(model, hidden).float(), k)
 
 
 class BatchLayer(DynamicLayer):
@@ -107,6 +108,7 @@ class BatchEngine:
         self.cache = DynamicCache(config=model.config)
         self.cache.layers = [BatchLayer(rows) for _ in range(layers)]
         install(model)
+        self.windowed = sliding_window(model.config) is not None  # some layers see the last W positions only
         self.lengths: list[int] = []  # L_r of each active row
 
     @property
@@ -149,12 +151,11 @@ class BatchEngine:
         out = self.model.get_decoder()(input_ids=torch.tensor([prompt], device=self.device), cache=single,
                                        use_cache=True)
         hidden = out.last_hidden_state[0]
-        head = self.model.get_output_embeddings()
-        choice = choose_token(head(hidden[-1:])[0], len(prompt), sampler)
+        choice = choose_token(head_logits(self.model, hidden[-1:])[0], len(prompt), sampler)
         res = Verification(path=[0], bonus=choice.token, width=len(prompt))
         res.record([choice])
         if topk:
-            res.topk_later = lambda: _prompt_topk(head, hidden, topk)
+            res.topk_later = lambda: _prompt_topk(self.model, hidden, topk)
         row, n = self.active, len(prompt)
         for layer, src in zip(self.cache.layers, out.cache.layers):
             layer.lazy_initialization(src.keys, src.values)
@@ -213,6 +214,12 @@ class BatchEngine:
             mask[r, 0, :t, end : end + t].masked_fill_(visible, 0)
             pad = torch.arange(t, T, device=dev)
             mask[r, 0, pad, end + pad] = 0  # a padding query sees its own slot alone; its output is dropped
+        if self.windowed:  # key positions: a row's slot s < E holds position s; its nodes sit at L_r + depth
+            query = torch.stack([torch.cat([pos[0, off[r] : off[r + 1]],
+                                            pos.new_full((T - off[r + 1] + off[r],), L)])
+                                 for r, L in enumerate(self.lengths)])
+            keys = torch.cat([torch.arange(end, device=dev).expand(n, end), query], dim=-1)
+            mask = layer_masks(self.model.config, mask, query, keys)
         if self.profile:
             _sync(dev)
             t1 = time.perf_counter()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from goose.errors import GooseError
+from goose.layouts import check_supported, layer_masks, sliding_window
 from goose.sampling import RANKS, Choice, Sampler, choice_of, ranked
 
 
@@ -88,25 +89,6 @@ class Verification:
         """Each committed token's margin, runners-up and gaps, from its choice."""
         self.margins = [c.margin for c in choices]
         self.runners_up, self.gaps = [c.runners_up for c in choices], [c.gaps for c in choices]
-
-
-def check_supported(config) -> None:
-    """Refuse attention layouts whose cache cannot be rolled back by cropping."""
-    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    layer_types = getattr(text, "layer_types", None)
-    if layer_types:
-        odd = sorted({t for t in layer_types if t != "full_attention"})
-        if odd:
-            raise GooseError(
-                f"model type '{text.model_type}' has {', '.join(odd)} layers; tree verification "
-                "needs full-attention layers whose KV cache can be compacted and cropped."
-            )
-    window = getattr(text, "sliding_window", None)
-    if window and getattr(text, "use_sliding_window", True):
-        raise GooseError(
-            f"model type '{text.model_type}' uses sliding-window attention (window {window}); "
-            "its cache cannot be rolled back after a rejected draft, so it is not supported."
-        )
 
 
 def ancestor_matrix(parents: list[int], device: torch.device) -> torch.Tensor:
@@ -295,6 +277,7 @@ class Engine:
         )
         self.profile = profile
         self.cache = None
+        self.windowed = sliding_window(model.config) is not None  # some layers see the last W positions only
 
     @property
     def cache_len(self) -> int:
@@ -346,6 +329,9 @@ class Engine:
         if self.profile:
             _sync(dev)
             t1 = time.perf_counter()
+        if self.windowed:  # key positions: the committed tokens', then the nodes'
+            keys = torch.cat([torch.arange(P, device=dev).unsqueeze(0), pos], dim=-1)
+            mask = layer_masks(self.model.config, mask, pos, keys)
         logits = self._forward(ids, position_ids=pos, attention_mask=mask)
         if self.profile:
             _sync(dev)

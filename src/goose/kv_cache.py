@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from goose.errors import GooseError
 
@@ -103,12 +103,15 @@ class InPlaceLayer(DynamicLayer):
 
 def new_cache(config, limit: int | None = None) -> DynamicCache:
     """A `DynamicCache` for `config` whose layers grow in place, up to `limit` positions (the model's
-    context). Only plain full-attention layers are replaced; any other kind is refused (the engine
+    context). Full-attention and sliding-window layers are replaced (a sliding layer keeps every entry too: the
+    engines' masks hide those its window no longer sees, goose.layouts); any other kind is refused (the engine
     refuses such models before this)."""
     cache = DynamicCache(config=config)
-    odd = sorted({type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer})
+    odd = sorted({type(layer).__name__ for layer in cache.layers
+                  if type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer)})
     if odd:
-        raise GooseError(f"the engine's KV cache holds full-attention layers only; this model has {', '.join(odd)}.")
+        raise GooseError(f"the engine's KV cache holds full-attention and sliding-window layers only; this model has "
+                         f"{', '.join(odd)}.")
     cache.layers = [InPlaceLayer(limit) for _ in cache.layers]
     if not cache.layers:  # a config without layer types: layers are made on first use
         cache.layer_class_to_replicate = InPlaceLayer
