@@ -52,6 +52,7 @@ class Cell:
         return {"method": self.method, "concurrency": self.concurrency,
                 "tokens_per_s": statistics.median(self.tokens_per_s), "tokens_per_s_min": min(self.tokens_per_s),
                 "tokens_per_s_max": max(self.tokens_per_s), "x_ar": statistics.median(self.x_ar),
+                "x_ar_per_repeat": list(self.x_ar),
                 "tpot_p50_ms": pct(0.5), "tpot_p95_ms": pct(0.95), "tau": self.tokens / self.steps,
                 "mean_width": statistics.fmean(self.widths) if self.widths else 1.0,
                 "exact": self.exact, "numerics": self.numerics, "diverged": self.diverged,
