@@ -27,7 +27,7 @@ def test_the_window_is_read_from_the_config(windowed):
     assert sliding_window(windowed.config) == 8
     mask = torch.zeros(1, 1, 2, 12)
     q, k = torch.tensor([[10, 11]]), torch.arange(12).unsqueeze(0)
-    masks = layer_masks(windowed.config, mask, q, k)
+    masks = layer_masks(windowed.config, sliding_window(windowed.config), mask, q, k)
     sliding = masks["sliding_attention"] if isinstance(masks, dict) else masks
     assert (sliding[0, 0] == 0).tolist() == [[j > 2 for j in range(12)], [j > 3 for j in range(12)]]
     if isinstance(masks, dict):

@@ -108,7 +108,7 @@ class BatchEngine:
         self.cache = DynamicCache(config=model.config)
         self.cache.layers = [BatchLayer(rows) for _ in range(layers)]
         install(model)
-        self.windowed = sliding_window(model.config) is not None  # some layers see the last W positions only
+        self.window = sliding_window(model.config)  # W where some layers see the last W positions only
         self.lengths: list[int] = []  # L_r of each active row
 
     @property
@@ -214,12 +214,12 @@ class BatchEngine:
             mask[r, 0, :t, end : end + t].masked_fill_(visible, 0)
             pad = torch.arange(t, T, device=dev)
             mask[r, 0, pad, end + pad] = 0  # a padding query sees its own slot alone; its output is dropped
-        if self.windowed:  # key positions: a row's slot s < E holds position s; its nodes sit at L_r + depth
+        if self.window is not None:  # key positions: a row's slot s < E holds position s; its nodes sit at L_r + depth
             query = torch.stack([torch.cat([pos[0, off[r] : off[r + 1]],
                                             pos.new_full((T - off[r + 1] + off[r],), L)])
                                  for r, L in enumerate(self.lengths)])
             keys = torch.cat([torch.arange(end, device=dev).expand(n, end), query], dim=-1)
-            mask = layer_masks(self.model.config, mask, query, keys)
+            mask = layer_masks(self.model.config, self.window, mask, query, keys)
         if self.profile:
             _sync(dev)
             t1 = time.perf_counter()

@@ -277,7 +277,7 @@ class Engine:
         )
         self.profile = profile
         self.cache = None
-        self.windowed = sliding_window(model.config) is not None  # some layers see the last W positions only
+        self.window = sliding_window(model.config)  # W where some layers see the last W positions only
 
     @property
     def cache_len(self) -> int:
@@ -329,9 +329,9 @@ class Engine:
         if self.profile:
             _sync(dev)
             t1 = time.perf_counter()
-        if self.windowed:  # key positions: the committed tokens', then the nodes'
+        if self.window is not None:  # key positions: the committed tokens', then the nodes'
             keys = torch.cat([torch.arange(P, device=dev).unsqueeze(0), pos], dim=-1)
-            mask = layer_masks(self.model.config, mask, pos, keys)
+            mask = layer_masks(self.model.config, self.window, mask, pos, keys)
         logits = self._forward(ids, position_ids=pos, attention_mask=mask)
         if self.profile:
             _sync(dev)

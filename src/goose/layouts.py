@@ -53,11 +53,11 @@ def sliding_window(config) -> int | None:
     return window if getattr(text, "use_sliding_window", True) else None
 
 
-def layer_masks(config, mask: torch.Tensor, query_pos: torch.Tensor, key_pos: torch.Tensor):
-    """The additive mask [n, 1, T, S] as the model's layers take it: itself for a model without windows; else
-    a copy that also hides every key W or more positions behind its query (query_pos [n, T], key_pos [n, S]),
-    for the sliding layers, by layer kind when the model mixes kinds."""
-    window = sliding_window(config)
+def layer_masks(config, window: int | None, mask: torch.Tensor, query_pos: torch.Tensor, key_pos: torch.Tensor):
+    """The additive mask [n, 1, T, S] as the model's layers take it: itself without a window (`window`: the
+    config's `sliding_window`, read once by the engine); else a copy that also hides every key `window` or more
+    positions behind its query (query_pos [n, T], key_pos [n, S]), for the sliding layers, by layer kind when
+    the model mixes kinds."""
     if window is None:
         return mask
     far = (query_pos.unsqueeze(-1) - key_pos.unsqueeze(-2)) >= window
