@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from goose.backends import BACKENDS, apply_backend, check_backend, default_backend
 from goose.benchmarks import benchmark_names, load_prompts
@@ -220,7 +221,9 @@ def main(argv: list[str] | None = None) -> None:
     for rep in range(args.repeats):
         fresh_memory()
         t0 = time.perf_counter()
-        for i, (bench, ids) in enumerate(prompts):
+        bar = tqdm(prompts, desc=f"repeat {rep + 1}/{args.repeats}, {len(names)} methods", unit="prompt",
+                   file=sys.stderr, leave=False)
+        for i, (bench, ids) in enumerate(bar):
             k = (i + rep) % len(names)
             outs = {}
             for m in names[k:] + names[:k]:

@@ -4,9 +4,12 @@ continuation, pruned as shipped and by a clairvoyant pruner, speed modelled on t
 Every prompt is decoded once with AR (the greedy continuation) and run once through the target over prompt +
 continuation (the top-k at every true position). Each method is then replayed without the model: greedy is
 deterministic, so the replay engine accepts exactly what verification would, and hands every accepted node
-its true top-k. Greedy only. Two pruners per method:
+its true top-k. Greedy only. Three pruners per method:
 
 - shipped: the method as configured (its fixed budget, or budget=auto's pruner on the same cost curve);
+- foreseeing long runs (methods under budget=auto): the shipped pruner, told which steps the walk will accept
+  8 or more drafted nodes in, verifies that path too in those steps. Long runs (a loop, a quoted span) are
+  where a pruner loses most tokens; this says what telling them apart in advance would buy at most;
 - clairvoyant: the tree the method builds (under budget=auto, as large as it builds before pruning) cut to
   exactly the nodes the walk will accept, each step costed at the cheapest width at least that large (a
   cost curve need not rise: 4 nodes may cost less than 1, and padding is free). Given the same tree, no
@@ -30,6 +33,10 @@ real run's, and their modelled speed may come out higher or lower. Methods must 
 drafters; Lookahead's window needs the logits of rejected nodes). For goose-no-continuation, whose walk may
 not enter every tree link, the clairvoyant cut keeps the tree's path, which the walk may take only in part.
 
+`--real` also decodes each method on the model itself (every tree verified, every verified node harvested, as
+in a run) and costs its steps on the same curve: the shipped pruner's tau and x AR without the replay's
+sparser table (slower: one real decode per method).
+
 `--cost-ms W:MS ...` replaces the measured curve with a hypothetical one (linear between the points given, as
 budget=auto reads any curve): what a faster kernel would buy each method, budget=auto pruning for it too.
 
@@ -46,6 +53,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from baselines.pld import PromptLookupDrafter
 from goose.backends import apply_backend, default_backend
@@ -139,6 +147,24 @@ class Clairvoyant(AutoBudget):
         return CostCurve(widths, rows[0], cost.contexts, rows)
 
 
+LONG_RUN = 8  # a step whose walk takes this many drafted nodes or more is a long run (a loop, a quoted span)
+
+
+class Foresighted(AutoBudget):
+    """The shipped pruner, told in advance which steps are long runs: in those it verifies the path the walk
+    will take besides what it chose. What estimates that could tell a run that will hold from one that will
+    break would buy at most, on top of the shipped pruner."""
+
+    def __init__(self, cost: CostCurve, engine: ReplayEngine):
+        super().__init__(cost)
+        self.engine = engine
+
+    def choose(self, nodes: TreeNodes, order: list[int], value: list[float]) -> list[int]:
+        keep = super().choose(nodes, order, value)
+        path = accepted_path(nodes.tokens, nodes.parents, self.engine.truth(len(nodes)))
+        return sorted(set(keep) | set(path)) if len(path) - 1 >= LONG_RUN else keep
+
+
 def harvest_accepted_only(drafter: Drafter) -> None:
     """The replay knows the top-k of true positions only: a drafter's adjacency harvest takes accepted nodes."""
     harvester = getattr(drafter, "harvester", None)
@@ -178,19 +204,26 @@ def copy_split(prompt: list[int], out: list[int], drafted: list[bool]) -> list[i
     return split
 
 
-def replay(drafter: Drafter, cases: list, cost: CostCurve, clairvoyant: bool = False) -> dict:
-    """Replay `drafter` over every case, in order (memory=run keeps its state across them). Per benchmark:
+def replay(drafter: Drafter, cases: list, cost: CostCurve, clairvoyant: bool = False,
+           foresighted: bool = False, real: Engine | None = None) -> dict:
+    """Replay `drafter` over every case, in order (memory=run keeps its state across them), pruned as shipped,
+    by the clairvoyant pruner, or by the shipped one foreseeing long runs (`Foresighted`); or, given the `real`
+    engine, decode on it (every verified node harvested, as in a run), and refuse a continuation that differs
+    from AR's. Per benchmark:
     [tokens, target forwards incl. prefill, modelled seconds of the verifications, prompts, modelled seconds of
     AR's steps, accepted drafted tokens repeating the answer, from the prompt, neither (copy_split)]. Each
     verification is costed at its context (the prompt and the tokens committed before it)."""
-    harvest_accepted_only(drafter)
+    if real is None:
+        harvest_accepted_only(drafter)
     paid = Clairvoyant.padded(cost) if clairvoyant else cost
     per: dict[str, list[float]] = {}
     for bench, prompt, out, stops, ids, scores in cases:
-        engine = ReplayEngine(prompt + out, ids, scores)
-        if clairvoyant:
-            drafter.enable_auto_budget(Clairvoyant(cost, engine))
+        engine = real or ReplayEngine(prompt + out, ids, scores)
+        if clairvoyant or foresighted:
+            drafter.enable_auto_budget((Clairvoyant if clairvoyant else Foresighted)(cost, engine))
         g = generate(engine, prompt, drafter, len(out), stops)
+        if g.tokens != out:
+            raise GooseError(f"{bench}: {type(drafter).__name__} decoded other tokens than AR: not lossless.")
         row = per.setdefault(bench, [0, 0, 0.0, 0, 0.0, 0, 0, 0])
         row[0] += len(g.tokens)
         row[1] += g.steps
@@ -229,6 +262,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), help="NAME[@BUDGET][:MEMORY] specs")
     ap.add_argument("--cost-ms", nargs="+", default=None, metavar="W:MS",
                     help="a hypothetical cost curve instead of the measured one: ms per verification of W nodes")
+    ap.add_argument("--real", action="store_true",
+                    help="also decode each method for real (the model verifies every tree, every verified node "
+                         "is harvested) and cost its steps on the same curve: tau and x AR free of the replay's "
+                         "sparser adjacency table")
     args = ap.parse_args(argv)
     if args.n_prompts < 1 or args.max_new_tokens < 1:
         ap.error("--n-prompts and --max-new-tokens must be >= 1")
@@ -274,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
           "new tokens; AR continuations and top-k ...", flush=True)
     topk = max([10, *(d.capabilities.topk for d in drafters.values())])  # every replayed drafter's k
     cases = []
-    for bench, prompt in prompts:
+    for bench, prompt in tqdm(prompts, desc="AR continuations", unit="prompt", file=sys.stderr, leave=False):
         out = generate(engine, prompt, Drafter(), args.max_new_tokens, stops).tokens
         with torch.inference_mode():
             logits = model(input_ids=torch.tensor([prompt + out], device=device)).logits[0].float().cpu()
@@ -282,17 +319,26 @@ def main(argv: list[str] | None = None) -> None:
         cases.append((bench, list(prompt), out, stops, ids, scores))
     print("cost curve (ms, " + ("hypothetical, from --cost-ms" if given else "budget=auto's on this backend") + "): "
           + ", ".join(f"T={w} {cost(w) * 1e3:.1f}" for w in (1, 2, 4, 8, 16, 32, 64)))
-    print("| method | tau shipped | x AR shipped | tau clairvoyant | x AR clairvoyant | % of tokens drafted and "
-          f"repeating the answer / from the prompt / neither ({SPLIT_N}-grams, shipped) | per benchmark "
-          "(shipped tau / x AR) |\n|---|---|---|---|---|---|---|")
-    # The clairvoyant replay runs drafters of its own: nothing carried over from the shipped ones.
-    blanks = arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok, cfg.name)
+    print(f"| method | tau shipped | x AR shipped | x AR, runs of {LONG_RUN}+ foreseen | tau clairvoyant | x AR "
+          f"clairvoyant | % of tokens drafted and repeating the answer / from the prompt / neither ({SPLIT_N}-grams, "
+          "shipped) | per benchmark (shipped tau / x AR) |" + (" tau real run | x AR real run |" if args.real else "")
+          + "\n|---|---|---|---|---|---|---|---|" + ("---|---|" if args.real else ""))
+    # The other pruners' replays (and real runs) use drafters of their own: nothing carried over from the shipped.
+    blanks = [arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok, cfg.name) for _ in "cfr"]
     hf = partial(PromptLookupDrafter, max_ngram=2, min_ngram=1, num_tokens=10)
-    rows = [("hf-prompt-lookup", hf(), hf()), *((spec, d, blanks[spec]) for spec, d in drafters.items())]
-    for name, shipped, blank in rows:
+    rows = [("hf-prompt-lookup", hf(), hf(), None, hf()),
+            *((spec, d, blanks[0][spec], blanks[1][spec] if getattr(d, "auto", None) is not None else None,
+               blanks[2][spec]) for spec, d in drafters.items())]
+    for name, shipped, blank, foresighted, fresh in rows:
         tau, speed, detail, split = summary(replay(shipped, cases, cost), cost)
         c_tau, c_speed, *_ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
-        print(f"| {name} | {tau:.2f} | {speed:.2f} | {c_tau:.2f} | {c_speed:.2f} | {split} | {detail} |", flush=True)
+        f_speed = f"{summary(replay(foresighted, cases, cost, foresighted=True), cost)[1]:.2f}" if foresighted else "-"
+        real = ""
+        if args.real:
+            r_tau, r_speed, *_ = summary(replay(fresh, cases, cost, real=engine), cost)
+            real = f" {r_tau:.2f} | {r_speed:.2f} |"
+        print(f"| {name} | {tau:.2f} | {speed:.2f} | {f_speed} | {c_tau:.2f} | {c_speed:.2f} | {split} | {detail} |"
+              + real, flush=True)
 
 
 def parse_cost(points: list[str], error) -> CostCurve:

@@ -15,7 +15,8 @@ from goose.budget import AutoBudget, CostCurve
 from goose.decode import generate
 from goose.drafter import Drafter
 from goose.engine import Engine
-from goose.spine_tree import GooseDrafter
+from goose.spine_tree import SPINE, GooseDrafter
+from goose.tree import TreeNodes
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,22 @@ def test_clairvoyant_bounds_the_shipped_pruner(cases, bounds, curve):
     assert padded(1) == min(curve(w) for w in range(1, 40)) and padded(8) == curve(8) and padded(5) <= curve(5)
 
 
+def test_foreseeing_long_runs_adds_their_path_to_what_the_shipped_pruner_keeps(bounds):
+    """Where the walk will accept 8 or more drafted nodes the whole path is verified, whatever the pruner
+    chose; elsewhere exactly the pruner's choice."""
+    chain = TreeNodes(0)
+    for i in range(12):
+        chain.add(i, 100 + i, SPINE, 0.5, 1)
+    dear = CostCurve([1, 2, 16], [1.0, 5.0, 80.0])  # the shipped pruner keeps the root alone
+    for held, kept in ((12, 13), (7, 1)):
+        truth = [100 + i for i in range(held)] + [0]
+        engine = bounds.ReplayEngine([0, *truth], None, None)
+        engine.n = 1
+        pruner = bounds.Foresighted(dear, engine)
+        assert len(AutoBudget(dear).prune(chain)) == 1
+        assert len(pruner.prune(chain)) == kept
+
+
 def test_accepted_path_follows_the_truth_and_skips_context_nodes(bounds):
     tokens, parents = [0, 1, 2, 3, 2], [-1, 0, 1, 0, -1]
     assert bounds.accepted_path(tokens, parents, [1, 2, 9]) == [0, 1, 2]
@@ -119,13 +136,17 @@ def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path)
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
     base = [sys.executable, str(ROOT / "experiments" / "draft_bounds.py"), "--model", "hf", "--model-path",
             str(tiny_folder), "--benchmarks", "humaneval", "--n-prompts", "2", "--max-new-tokens", "16"]
-    ok = subprocess.run([*base, "--methods", "pld@auto", "goose@auto"], cwd=tmp_path, env=env, capture_output=True,
-                        text=True, timeout=600)
+    ok = subprocess.run([*base, "--methods", "pld@auto", "goose@auto", "--real"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0, ok.stderr[-2000:]
     rows = [line for line in ok.stdout.splitlines() if line.startswith("| ") and "method" not in line]
     assert [r.split("|")[1].strip() for r in rows] == ["hf-prompt-lookup", "pld@auto", "goose@auto:prompt"]
     rows = {r.split("|")[1].strip(): r for r in rows}
-    assert float(rows["goose@auto:prompt"].split("|")[5]) >= float(rows["goose@auto:prompt"].split("|")[3])
+    goose = rows["goose@auto:prompt"].split("|")
+    assert float(goose[6]) >= float(goose[3])  # clairvoyant x AR >= shipped
+    assert float(goose[4]) > 0 and rows["hf-prompt-lookup"].split("|")[4].strip() == "-"  # foresight: auto only
+    pld = rows["pld@auto"].split("|")
+    assert pld[9:11] == pld[2:4] and float(goose[9]) > 1  # PLD harvests nothing: its real run is its replay
     flat = subprocess.run([*base, "--methods", "goose@auto", "--cost-ms", "1:10", "64:10"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert flat.returncode == 0 and "hypothetical, from --cost-ms): T=1 10.0, T=2 10.0" in flat.stdout, flat.stderr

@@ -179,11 +179,11 @@ class AcceptanceModel:
     def observe(self, nodes: TreeNodes, path: list[int]) -> None:
         on_path = set(path)
         seen: set[tuple] = set()
-        chain = held = 0
+        chain = chain_held = 0  # chain nodes verified, and accepted
         for i in range(1, len(nodes)):
             if not nodes.source[i].scored:
                 chain += 1
-                held += i in on_path
+                chain_held += i in on_path
             if nodes.parents[i] in on_path:
                 k = self.key(nodes, i)
                 f = 1.0 if k in seen else self._faded(k)
@@ -196,7 +196,7 @@ class AcceptanceModel:
         self.steps += 1
         for k in seen:
             self.last[k] = self.steps
-        self.streak = chain >= self.STREAK_MIN and held == chain
+        self.streak = chain >= self.STREAK_MIN and chain_held == chain
 
 
 class AutoBudget:
@@ -235,6 +235,13 @@ class AutoBudget:
             for i in order:
                 self.gains.append(self.gains[-1] + value[i])
             return nodes.reordered([0, *order])
+        keep = self.choose(nodes, order, value)
+        self.chosen.append(len(keep))
+        return nodes if len(keep) == len(nodes) else nodes.subset(keep)
+
+    def choose(self, nodes: TreeNodes, order: list[int], value: list[float]) -> list[int]:
+        """Which of `nodes` to verify, sorted: the root and the first b - 1 of `order` (by value, parents
+        first), b maximising expected tokens per second."""
         ctx = self.context_len
         best_b, best_rate, gain = 1, 1.0 / (self.cost(1, ctx) + self.overhead_s), 1.0
         for b, i in enumerate(order, start=2):
@@ -242,10 +249,7 @@ class AutoBudget:
             rate = gain / (self.cost(b, ctx) + self.overhead_s)
             if rate > best_rate:
                 best_b, best_rate = b, rate
-        self.chosen.append(best_b)
-        if best_b == len(nodes):
-            return nodes
-        return nodes.subset(sorted([0, *order[: best_b - 1]]))
+        return sorted([0, *order[: best_b - 1]])
 
     def observe(self, nodes: TreeNodes, path: list[int]) -> None:
         self.model.observe(nodes, path)
