@@ -251,14 +251,19 @@ def summary(per: dict, cost: CostCurve) -> tuple[float, float, str, str]:
     return tau, speed, detail, split
 
 
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The docstring as written, and every option's default."""
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python experiments/draft_bounds.py", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="smollm2-135m", choices=model_config_names())
+                                 formatter_class=Help)
+    ap.add_argument("--model", default="smollm2-135m", choices=model_config_names(), help="a conf/model config")
     ap.add_argument("--model-path", default=None, help="for --model hf/gguf: the local folder or GGUF file")
-    ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"], choices=benchmark_names())
-    ap.add_argument("--n-prompts", type=int, default=10)
-    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"], choices=benchmark_names(),
+                    help="first turns")
+    ap.add_argument("--n-prompts", type=int, default=10, help="the first N prompts of each benchmark")
+    ap.add_argument("--max-new-tokens", type=int, default=128, help="per prompt")
     ap.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), help="NAME[@BUDGET][:MEMORY] specs")
     ap.add_argument("--cost-ms", nargs="+", default=None, metavar="W:MS",
                     help="a hypothetical cost curve instead of the measured one: ms per verification of W nodes")
@@ -320,8 +325,9 @@ def main(argv: list[str] | None = None) -> None:
     print("cost curve (ms, " + ("hypothetical, from --cost-ms" if given else "budget=auto's on this backend") + "): "
           + ", ".join(f"T={w} {cost(w) * 1e3:.1f}" for w in (1, 2, 4, 8, 16, 32, 64)))
     print(f"| method | tau shipped | x AR shipped | x AR, runs of {LONG_RUN}+ foreseen | tau clairvoyant | x AR "
-          f"clairvoyant | % of tokens drafted and repeating the answer / from the prompt / neither ({SPLIT_N}-grams, "
-          "shipped) | per benchmark (shipped tau / x AR) |" + (" tau real run | x AR real run |" if args.real else "")
+          f"clairvoyant | % of tokens drafted and accepted: repeating the answer / from the prompt / neither "
+          f"({SPLIT_N}-grams, shipped; the rest are bonus tokens) | per benchmark (shipped tau / x AR) |"
+          + (" tau real run | x AR real run |" if args.real else "")
           + "\n|---|---|---|---|---|---|---|---|" + ("---|---|" if args.real else ""))
     # The other pruners' replays (and real runs) use drafters of their own: nothing carried over from the shipped.
     blanks = [arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok, cfg.name) for _ in "cfr"]
@@ -329,7 +335,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = [("hf-prompt-lookup", hf(), hf(), None, hf()),
             *((spec, d, blanks[0][spec], blanks[1][spec] if getattr(d, "auto", None) is not None else None,
                blanks[2][spec]) for spec, d in drafters.items())]
-    for name, shipped, blank, foresighted, fresh in rows:
+    for name, shipped, blank, foresighted, fresh in tqdm(rows, desc="methods", unit="method", file=sys.stderr,
+                                                          leave=False):
         tau, speed, detail, split = summary(replay(shipped, cases, cost), cost)
         c_tau, c_speed, *_ = summary(replay(blank, cases, cost, clairvoyant=True), cost)
         f_speed = f"{summary(replay(foresighted, cases, cost, foresighted=True), cost)[1]:.2f}" if foresighted else "-"

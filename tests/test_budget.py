@@ -87,63 +87,6 @@ def test_a_long_held_span_is_trusted_deeper_and_a_pruned_source_is_tried_again()
     assert low < model.q(key) < model.prior(key) and model.prior(key) - model.q(key) < 0.1
 
 
-def test_a_running_copy_learns_apart_from_a_fresh_one():
-    """A step that accepted every one of its >= 4 chain nodes marks the next step's chain keys: a copy that
-    keeps running (a loop) is judged by runs, not by fresh matches that break early."""
-    from goose.budget import AcceptanceModel
-
-    def chain(n: int) -> TreeNodes:
-        t = TreeNodes(0)
-        for i in range(n):
-            t.add(i, 100 + i, SPINE, 0.5, 10 + i)
-        return t
-
-    model = AcceptanceModel()
-    eight, three = chain(8), chain(3)
-    fresh = model.key(eight, 5)
-    model.observe(eight, list(range(9)))  # all eight held
-    assert model.streak
-    running = model.key(eight, 5)
-    assert running != fresh and running[:-1] == fresh[:-1]
-    model.observe(three, [0, 1, 2, 3])  # three of three: too short to say a copy is running
-    assert not model.streak
-    for _ in range(6):  # a fresh match breaks at depth 5 or holds; once running, a copy holds
-        model.observe(three, [0, 1, 2, 3])
-        model.observe(eight, [0, 1, 2, 3, 4])
-        for _ in range(3):
-            model.observe(eight, list(range(9)))
-    assert model.q(running) > model.prior(running) > model.q(fresh)
-
-
-def test_scored_guesses_are_calibrated_by_their_source_as_a_whole():
-    """A source whose confident guesses fail lowers the prior of every one of its buckets, including ones it
-    has not tried, and one that holds more than promised raises them (never to 1); other sources keep theirs."""
-    from goose.budget import AcceptanceModel
-
-    def guesses(score: float, n: int = 4) -> TreeNodes:
-        t = TreeNodes(0)
-        for i in range(n):
-            t.add(0, 10 + i, BRANCH, score)
-        return t
-
-    model = AcceptanceModel()
-    low = guesses(0.35)
-    untried = model.key(low, 1)
-    assert model.prior(untried) == pytest.approx(0.35)
-    confident = guesses(0.85)
-    for _ in range(5):
-        model.observe(confident, [0])  # four 0.85 guesses a step, none held
-    assert 0.05 < model.prior(untried) < 0.2
-    spine = TreeNodes(0)
-    spine.add(0, 5, SPINE, 0.5, 8)
-    assert model.prior(model.key(spine, 1)) == pytest.approx(9 / 10)  # a chain's prior is its own
-
-    lucky = AcceptanceModel()
-    for _ in range(10):
-        lucky.observe(guesses(0.05, 1), [0, 1])  # every 0.05 guess held
-    assert lucky.prior(lucky.key(guesses(0.95), 1)) == 0.99
-
-
 @pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3),
                                   TokenRecyclingDrafter])
 def test_auto_budget_is_lossless(tiny, prompts, make):

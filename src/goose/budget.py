@@ -117,14 +117,6 @@ class AcceptanceModel:
       in width. The longer a copy has held, the likelier it holds once more: the prior is Laplace's rule of
       succession, (h + 1) / (h + 2) after h tokens (on SmolLM2's spine: 0.83 measured at depth 1, where h is
       about 4; 0.92 at depths 4-7; 0.98 beyond 24), so deep nodes are not judged by shallow ones' evidence.
-    - A running copy: a chain node's key also says whether the last step verified at least STREAK_MIN chain
-      nodes and accepted every one (the text is running through a copy, often the model looping over its own
-      answer). Such steps hold longer than the span's length alone says; they learn their own estimates.
-    - Scored sources are calibrated as a whole: their scores come from other contexts (TR's and GOOSE's
-      branches: the target's probability after an earlier occurrence of the same token), and on SmolLM2 a
-      guess scored 0.7-0.9 holds about 0.4 of the time. Each bucket's prior is scaled by what the source's
-      guesses have held against what their buckets promised, over the prompt so far (POOL guesses' worth of
-      a ratio of one to start), so every bucket learns from every guess.
     - Exploration: a source judged on a few early rejections must not be locked out for the rest of the
       prompt, yet once pruned it gathers no more evidence. So evidence fades by DECAY for every verified step
       in which its key went unobserved: a pruned source's estimate drifts back to its prior until it is tried
@@ -133,8 +125,6 @@ class AcceptanceModel:
     """
 
     DECAY = 0.9
-    STREAK_MIN = 4
-    POOL = 4.0
 
     def __init__(self, prior_strength: float = 4.0):
         self.reached: dict[tuple, float] = {}
@@ -142,29 +132,20 @@ class AcceptanceModel:
         self.last: dict[tuple, int] = {}  # the step each key's counts were last brought up to date
         self.strength = prior_strength
         self.steps = 0
-        self.streak = False  # the last step accepted every one of its >= STREAK_MIN chain nodes
-        self.scored: dict[str, tuple[float, float]] = {}  # source -> (guesses held, their buckets' sum)
 
-    def key(self, nodes: TreeNodes, i: int) -> tuple:
+    @staticmethod
+    def key(nodes: TreeNodes, i: int) -> tuple:
         src = nodes.source[i]
         if src.scored:  # score: the target's own probability for this guess
             return (src.name, True, score_bucket(nodes.score[i]))
-        held = nodes.held[i] or nodes.depth[i]  # score: chain confidence
-        return (src.name, False, score_bucket(nodes.score[i]), held_bucket(held), self.streak)
+        held = nodes.held[i] or nodes.depth[i]
+        return (src.name, False, score_bucket(nodes.score[i]), held_bucket(held))  # score: chain confidence
 
-    @staticmethod
-    def bucket_prior(key: tuple) -> float:
+    def prior(self, key: tuple) -> float:
         if key[1]:
             return (key[2] + 0.5) / 10
         h = HELD_EDGES[key[3]]
         return (h + 1) / (h + 2)
-
-    def prior(self, key: tuple) -> float:
-        p = self.bucket_prior(key)
-        if key[1]:
-            held, promised = self.scored.get(key[0], (0.0, 0.0))
-            p = min(0.99, p * (held + self.POOL) / (promised + self.POOL))
-        return p
 
     def _faded(self, key: tuple) -> float:
         """What is left of the key's evidence: DECAY per step since it was last observed."""
@@ -179,24 +160,16 @@ class AcceptanceModel:
     def observe(self, nodes: TreeNodes, path: list[int]) -> None:
         on_path = set(path)
         seen: set[tuple] = set()
-        chain = chain_held = 0  # chain nodes verified, and accepted
         for i in range(1, len(nodes)):
-            if not nodes.source[i].scored:
-                chain += 1
-                chain_held += i in on_path
             if nodes.parents[i] in on_path:
                 k = self.key(nodes, i)
                 f = 1.0 if k in seen else self._faded(k)
                 seen.add(k)
                 self.reached[k] = self.reached.get(k, 0.0) * f + 1
                 self.hits[k] = self.hits.get(k, 0.0) * f + (i in on_path)
-                if k[1]:
-                    h, p = self.scored.get(k[0], (0.0, 0.0))
-                    self.scored[k[0]] = (h + (i in on_path), p + self.bucket_prior(k))
         self.steps += 1
         for k in seen:
             self.last[k] = self.steps
-        self.streak = chain >= self.STREAK_MIN and chain_held == chain
 
 
 class AutoBudget:
