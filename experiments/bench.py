@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from goose.backends import BACKENDS, apply_backend, check_backend, default_backend
 from goose.benchmarks import benchmark_names, load_prompts
-from goose.budget import cost_curve
+from goose.budget import BUSY_SPREAD, cost_curve, round_spread
 from goose.decode import generate
 from goose.engine import Engine
 from goose.errors import GooseError
@@ -109,6 +109,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--figure", default=None, help="with --concurrency and --json: also plot speedup against "
                     "concurrency (one line per method, batched AR = 1) to this image file")
     args = ap.parse_args(argv)
+    if args.model in ("hf", "gguf") and not args.model_path:
+        ap.error(f"--model {args.model} needs --model-path: a local model folder (hf) or a .gguf file (gguf)")
     check_names(ap, args)
     if args.concurrency is not None:
         if min(args.concurrency) < 1:
@@ -298,7 +300,8 @@ def main(argv: list[str] | None = None) -> None:
         fresh_memory()
         fw = ov = dr = 0.0
         n = 0
-        for _, ids in prompts[:: max(1, len(prompts) // 6)]:  # six prompts across the benchmarks
+        sample = prompts[:: max(1, len(prompts) // 6)]  # six prompts across the benchmarks
+        for _, ids in tqdm(sample, desc=f"profiled pass, {m}", unit="prompt", file=sys.stderr, leave=False):
             g = generate(engine, ids, d, N, stops, sampling)
             fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
         engine.profile = False
@@ -334,7 +337,14 @@ COST_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 def print_cost_curves(engines: dict[str, Engine], context_len: int = 256, repeats: int = 5) -> None:
     """Each backend's verification cost (median of `repeats` forwards over T nodes after `context_len`
     tokens), measured back to back, in ms and relative to eager's one-token forward."""
-    secs = {b: e.measure_cost(list(COST_WIDTHS), context_len, repeats) for b, e in engines.items()}
+    secs = {}
+    print(f"measuring the verification cost of {', '.join(engines)} ...", file=sys.stderr, flush=True)
+    for b, e in engines.items():
+        rounds = e.measure_rounds(list(COST_WIDTHS), context_len=context_len, repeats=repeats)
+        secs[b] = [statistics.median(t) for t in rounds]
+        if round_spread(rounds) > BUSY_SPREAD:
+            print(f"[bench] the machine was busy while {b}'s cost was measured (rounds {round_spread(rounds):.2f}x "
+                  "apart): this table may be off; the timed passes below are compared within each pass", flush=True)
     unit = secs["eager"][0]
     print(f"verification cost, context {context_len}, median of {repeats} (ms; in brackets: x eager T=1"
           + (", x own T=1)" if len(secs) > 1 else ")"))

@@ -272,6 +272,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                          "is harvested) and cost its steps on the same curve: tau and x AR free of the replay's "
                          "sparser adjacency table")
     args = ap.parse_args(argv)
+    if args.model in ("hf", "gguf") and not args.model_path:
+        ap.error(f"--model {args.model} needs --model-path: a local model folder (hf) or a .gguf file (gguf)")
     if args.n_prompts < 1 or args.max_new_tokens < 1:
         ap.error("--n-prompts and --max-new-tokens must be >= 1")
     args.given = parse_cost(args.cost_ms, ap.error) if args.cost_ms else None

@@ -134,3 +134,28 @@ def test_bench_runs_both_backends_side_by_side(tiny_folder, tmp_path):
             assert lines[name].rstrip().endswith("2/2 |"), lines[name]
     assert lines["hf-greedy [prepacked]"].rstrip().endswith("ref |")
     assert "AR on prepacked gives eager AR's tokens on" in b.stdout
+
+
+def test_bench_cost_table_says_when_the_machine_was_busy(capsys):
+    """Rounds of one backend's measurement that disagree (another process took the cores for a while) get a
+    warning beside the table; calm rounds none."""
+    import importlib.util
+
+    from test_run import ROOT
+
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "experiments" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    class Timed:
+        def __init__(self, busy: bool):
+            self.busy = busy
+
+        def measure_rounds(self, widths, context_len, repeats):
+            slow = [1.0] * (repeats - 1) + [3.0 if self.busy else 1.0]  # the last round three times slower
+            return [[0.01 * w * f for f in slow] for w in widths]
+
+    bench.print_cost_curves({"eager": Timed(False), "prepacked": Timed(True)})
+    out = capsys.readouterr()
+    assert "busy while prepacked's cost was measured" in out.out and "eager's" not in out.out
+    assert "| 8 | 80.0 (8.00, 8.00) | 80.0 (8.00, 8.00) |" in out.out  # medians: the busy round left out
