@@ -265,13 +265,13 @@ def main(argv: list[str] | None = None) -> None:
                 for base, row in bases.items() if row in names
             }
             per_b = [statistics.median([tps(r, m, b) / tps(r, bases["ar"], b) for r in range(args.repeats)])
-                     if bases["ar"] in names else float("nan") for b in benches]
+                     if bases["ar"] in names else None for b in benches]
             total_tok = sum(tok_[0][m].values())
             tau = f"{total_tok / steps[m]:.2f}" if steps[m] else "-"
             ll = "ref" if m == label("hf-greedy", own) else f"{lossless[m]}/{len(prompts)}"
             cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio[b]:.2f}" if b in ratio else "-" for b in
                                                              ("ar", "hf-greedy", "hf-prompt-lookup")]
-            print(f"| {m} | " + " | ".join(cells + [f"{x:.2f}" for x in per_b] + [ll]) + " |")
+            print(f"| {m} | " + " | ".join(cells + ["-" if x is None else f"{x:.2f}" for x in per_b] + [ll]) + " |")
             table.append({"method": m, "backend": own, "tokens_per_s": t, "tokens_per_s_min": lo,
                           "tokens_per_s_max": hi,
                           "tau": total_tok / steps[m] if steps[m] else None,
