@@ -342,8 +342,9 @@ def print_cost_curves(engines: dict[str, Engine], context_len: int = 256, repeat
     for b, e in engines.items():
         rounds = e.measure_rounds(list(COST_WIDTHS), context_len=context_len, repeats=repeats)
         secs[b] = [statistics.median(t) for t in rounds]
-        if round_spread(rounds) > BUSY_SPREAD:
-            print(f"[bench] the machine was busy while {b}'s cost was measured (rounds {round_spread(rounds):.2f}x "
+        spread = round_spread(rounds)
+        if spread > BUSY_SPREAD:
+            print(f"[bench] the machine was busy while {b}'s cost was measured (rounds {spread:.2f}x "
                   "apart): this table may be off; the timed passes below are compared within each pass", flush=True)
     unit = secs["eager"][0]
     print(f"verification cost, context {context_len}, median of {repeats} (ms; in brackets: x eager T=1"

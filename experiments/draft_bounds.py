@@ -332,11 +332,12 @@ def main(argv: list[str] | None = None) -> None:
           + (" tau real run | x AR real run |" if args.real else "")
           + "\n|---|---|---|---|---|---|---|---|" + ("---|---|" if args.real else ""))
     # The other pruners' replays (and real runs) use drafters of their own: nothing carried over from the shipped.
-    blanks = [arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok, cfg.name) for _ in "cfr"]
+    clairvoyant, foreseeing, real_run = (arm(build_drafters(args.methods, args.model, (), extra), lambda: cost, tok,
+                                             cfg.name) for _ in range(3))
     hf = partial(PromptLookupDrafter, max_ngram=2, min_ngram=1, num_tokens=10)
     rows = [("hf-prompt-lookup", hf(), hf(), None, hf()),
-            *((spec, d, blanks[0][spec], blanks[1][spec] if getattr(d, "auto", None) is not None else None,
-               blanks[2][spec]) for spec, d in drafters.items())]
+            *((spec, d, clairvoyant[spec], foreseeing[spec] if getattr(d, "auto", None) is not None else None,
+               real_run[spec]) for spec, d in drafters.items())]
     for name, shipped, blank, foresighted, fresh in tqdm(rows, desc="methods", unit="method", file=sys.stderr,
                                                           leave=False):
         tau, speed, detail, split = summary(replay(shipped, cases, cost), cost)
