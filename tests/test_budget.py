@@ -150,6 +150,30 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
     assert len(names) == 3 and sum("aaaa" in n for n in names) == 2 and all("threads" in n for n in names)
 
 
+def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):
+    """A model of 256 positions cannot verify 128 nodes after 256 tokens: it is measured at widths that leave
+    half its context to the prefix, after the prefix that fits."""
+    import torch
+
+    from goose.budget import cost_curve
+    from goose.models import ModelIdentity
+
+    class Engine:
+        backend = "eager"
+        max_positions = 256
+        asked: list = []
+
+        def measure_rounds(self, widths, repeats, context_len):
+            assert context_len + max(widths) <= self.max_positions
+            Engine.asked.append((tuple(widths), context_len))
+            return [[0.01 * w] * repeats for w in widths]
+
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path))
+    curve = cost_curve(Engine(), ModelIdentity("m", "cccc", "/m", "hf", "/m"), torch.device("cpu"), torch.float32)
+    assert Engine.asked == [((1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128), 128)]
+    assert curve.contexts == [128] and curve(128) == pytest.approx(1.28)
+
+
 def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     """Rounds that disagree (another process had the cores for a while) are not kept as the hardware's curve."""
     from goose.budget import measure_quietly, round_spread

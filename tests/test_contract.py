@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import hf_greedy
 
-from goose.budget import AutoBudget, CostCurve
+from goose.budget import AUTO_BUILD_NODES, AutoBudget, CostCurve
 from goose.decode import generate
 from goose.engine import Engine, Verification
 from goose.errors import GooseError
@@ -48,7 +48,7 @@ def test_budget_auto_is_applied_or_refused(name, tiny, prompts, store):
         assert g.tokens == hf_greedy(tiny, p, 40)
     free, _ = drafter(f"{name}@auto", store)
     free.enable_auto_budget(AutoBudget(FREE))
-    plain, _ = drafter(f"{name}@60", store)
+    plain, _ = drafter(f"{name}@{AUTO_BUILD_NODES}", store)  # what budget=auto builds before it prunes
     for f, g in zip(decode(tiny, prompts, free), decode(tiny, prompts, plain)):
         assert max(f.widths) <= max(g.widths)  # pruned from the drafts it would verify anyway
         assert max(f.widths) > 1 or max(g.widths) == 1  # ... but not to nothing when verification is free

@@ -48,7 +48,9 @@ def test_adding_a_setting_is_one_declaration_and_its_yaml_line(tmp_path, monkeyp
 
 
 def test_below_the_runner_values_are_typed():
+    from goose.budget import AUTO_BUILD_NODES
+
     s = spec_of("method=goose", "budget=auto", "temperature=0.7", "n_prompts=null")
     assert s.budget.auto and s.budget_label == "auto" and s.n_prompts is None
-    assert s.sampling.temperature == 0.7 and s.method.config.budget == 60 and s.memory_label == "prompt"
+    assert s.sampling.temperature == 0.7 and s.method.config.budget == AUTO_BUILD_NODES and s.memory_label == "prompt"
     assert spec_of("method=tr").budget_label == "fixed" and spec_of("method=pld").memory_label == "none"

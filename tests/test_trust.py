@@ -252,6 +252,8 @@ def bad_inputs(tmp_path):
         (["model=hf", f"model.path={no_tok}"], "has no tokenizer"),
         (["method=rest", f"method.drafter.datastore={store}"], f"{store / 'sa.npy'} is missing"),
         (["model=hf", f"model.path={short}", "method=goose", "budget=128"], "budget=128 is too large for this model"),
+        (["model=hf", f"model.path={short}", "method=goose", "budget=auto"],
+         "budget=auto builds drafts of 128 nodes, too many for this model: its context holds 128 positions"),
         (["prompt=x", f"prompt_file={not_gguf}"], "not both"),
     ]
 

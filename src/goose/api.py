@@ -177,6 +177,8 @@ def make_method(model: Model, method: str | Drafter, budget: int | str = 60, mem
                                      model=model.config_name if known else "hf",
                                      extra=[] if known else [f"model.name={model.config_name}"])
         drafter = make_drafter(method_spec, b)
+    # before budget=auto measures a cost curve
+    check_budget(getattr(drafter.config, "budget", 1), model.engine.max_positions, b.auto)
     return prepare_drafter(drafter, b, model.tokenizer, model.config_name, model.cost)
 
 
@@ -199,7 +201,6 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     sampling = Sampling(temperature, top_k, top_p, seed)
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
-    check_budget(getattr(drafter.config, "budget", 1), model.engine.max_positions)
     check_length("the prompt", len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
                  None if sampling.greedy else sampling)

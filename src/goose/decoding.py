@@ -30,6 +30,7 @@ def load_engine(spec: RunSpec, drafter: Drafter, identity: ModelIdentity):
     torch.manual_seed(spec.seed)
     model, tok, device, dtype = load_model(spec.model, spec.device, spec.dtype, identity)
     engine = Engine(apply_backend(model, spec.backend), profile=spec.profile)
+    check_budget(spec.budget.nodes, engine.max_positions, spec.budget.auto)  # before budget=auto measures a curve
     if spec.concurrency == 1:  # at concurrency N the batch arms it (goose.batched_run)
         prepare_drafter(drafter, spec.budget, tok, spec.model.name, lambda: cost_curve(engine, identity, device, dtype))
     return engine, model, tok
@@ -55,7 +56,6 @@ class Decoding:
     def check_room(self, todo) -> None:
         """Refuse a prompt that cannot fit before spending time on the others; say which ones are capped."""
         limit, n = self.engine.max_positions, self.spec.max_new_tokens
-        check_budget(self.spec.budget.nodes, limit)
         rooms = {p.id: token_room(p.id, len(self.ids([], p.text)), limit, n) for p in todo}
         capped = [i for i, r in rooms.items() if r < n]
         if capped:

@@ -72,11 +72,12 @@ def single_prompt_text(prompt: str | None, prompt_file: str | None) -> str:
     return read_text_file(prompt_file, "prompt_file")
 
 
-def check_budget(nodes: int, limit: int | None) -> None:
+def check_budget(nodes: int, limit: int | None, auto: bool = False) -> None:
     """A draft of `nodes` must fit beside at least one prompt token in the model's context."""
     if limit is not None and nodes >= limit:
-        raise GooseError(f"budget={nodes} is too large for this model: its context holds {limit} positions. Use "
-                         f"budget={limit // 2} or less.")
+        given = f"budget=auto builds drafts of {nodes} nodes, too many" if auto else f"budget={nodes} is too large"
+        raise GooseError(f"{given} for this model: its context holds {limit} positions. Use budget={limit // 2} or "
+                         "less.")
 
 
 def token_room(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -> int:

@@ -18,7 +18,6 @@ from goose.fingerprints import prompts_fingerprint
 from goose.inputs import (
     benchmark_prompts,
     build_input,
-    check_budget,
     check_length,
     single_prompt_text,
     turns_of,
@@ -154,7 +153,6 @@ def run_single(spec: RunSpec, drafter: Drafter) -> None:
     engine, model, tok = load_engine(spec, drafter, identify_model(spec.model))
     stops = stop_ids(tok, model)
     ids = build_input(tok, [], text, spec.chat_template)
-    check_budget(spec.budget.nodes, engine.max_positions)
     check_length("prompt", len(ids), engine.max_positions, spec.max_new_tokens)
     gen = generate(engine, ids, drafter, spec.max_new_tokens, stops, spec.sampling)
     print(tok.decode(gen.tokens, skip_special_tokens=True))
