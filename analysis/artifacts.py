@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.comparable import common_prompts
 from analysis.concurrency import concurrency_table, plot_concurrency
 from analysis.figures import plot_budget_sweep, plot_figure1, plot_figure4, plot_spine_continuation
 from analysis.load import load_rows, one_configuration_per_cell, paper_settings
@@ -75,8 +76,9 @@ TABLE_ARTIFACTS = {
     "source_gap": Artifact("Source gap: acceptance per drafted token of context-matched vs adjacency drafts, three "
                            "ways", source_gap),
     "concurrency": Artifact("Speedup against concurrency: each configuration against batched AR at the same "
-                            "concurrency; TPOT = time per output token of a request; exact / numerics / diverged: "
-                            "requests against unbatched AR (goose.equality)", concurrency_table, budgets="every",
+                            "concurrency; TPOT = time per output token of a request after its first (prefill "
+                            "excluded), TTFT = time to its first token; exact / numerics / diverged: requests against "
+                            "unbatched AR (goose.equality)", concurrency_table, budgets="every",
                             settings="every", variants=True, concurrency="every"),
     "spec_bench": Artifact("Spec-Bench per category and overall: mean ± std over full passes (trial=1,2,3). Speedup "
                            "= AR wall time / method wall time, AR timed in the same pass and sweep; mean accepted "
@@ -101,7 +103,8 @@ ARTIFACTS = list(REGISTRY)
 
 
 def rows_for(name: str, df: pd.DataFrame, budget: int = 60) -> pd.DataFrame:
-    """The rows artifact `name` reads (see Artifact), or one line saying which rows it needs."""
+    """The rows artifact `name` reads (see Artifact), over the prompts every configuration it compares has
+    (analysis.comparable), or one line saying which rows it needs."""
     a = REGISTRY[name]
     if not a.trials:
         df = df[df.trial == 1]
@@ -113,7 +116,7 @@ def rows_for(name: str, df: pd.DataFrame, budget: int = 60) -> pd.DataFrame:
         if not (df.temperature > 0).any():
             raise SystemExit(f"{name}: no sampled rows (temperature > 0) at budget {budget}; run "
                              "`make reproduce-sampling` first")
-        return df
+        return common_prompts(df, name)
     df = df[df.temperature == 0]
     if a.settings == "paper":
         df = paper_settings(df)
@@ -124,7 +127,7 @@ def rows_for(name: str, df: pd.DataFrame, budget: int = 60) -> pd.DataFrame:
                          "experiment first")
     if not a.variants:
         one_configuration_per_cell(df, name)
-    return df
+    return common_prompts(df, name)
 
 
 def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]:

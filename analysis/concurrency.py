@@ -7,30 +7,34 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from analysis.comparable import all_scope
 from analysis.pooling import method_rank, pooled
 
 KEY = ["model", "benchmark", "method", "variant", "budget", "memory"]
 
 
 def _tpot_ms(g: pd.DataFrame) -> pd.Series:
-    ok = g.new_tokens > 1
-    return ((g.done_s - g.first_token_s) / (g.new_tokens - 1) * 1e3)[ok]
+    """Time per output token after the first (goose.rows' tpot_s: the prefill excluded, at every concurrency);
+    rows written before that column have it from their timeline where they kept one."""
+    timeline = ((g.done_s - g.first_token_s) / (g.new_tokens - 1)).where(g.new_tokens > 1)
+    return (g.tpot_s.fillna(timeline) * 1e3).dropna()
 
 
 def concurrency_table(df: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration and concurrency, benchmarks pooled ("all") and each on its own."""
     rows = []
     for bench in [None, *sorted(df.benchmark.unique())]:
-        sub = df if bench is None else df[df.benchmark == bench]
+        sub = all_scope(df, "concurrency") if bench is None else df[df.benchmark == bench]
         for key, g in sub.groupby([k for k in KEY if k != "benchmark"] + ["concurrency"]):
             cfg = dict(zip([k for k in KEY if k != "benchmark"] + ["concurrency"], key))
             p = pooled(g)
-            tpot = _tpot_ms(g) if g.concurrency.iloc[0] > 1 else (g.wall_s / g.new_tokens * 1e3)
+            tpot, ttft = _tpot_ms(g), g.ttft_s.dropna() * 1e3
             kinds = g.equality.value_counts() if "equality" in g else pd.Series(dtype=int)
             rows.append({**cfg, "benchmark": "all" if bench is None else bench, "prompts": p["prompts"],
                          "tokens/s": p["tokens_per_s"], "x AR (same concurrency)": p["speedup"], "tau": p["tau"],
                          "TPOT p50 ms": tpot.median() if len(tpot) else None,
                          "TPOT p95 ms": tpot.quantile(0.95) if len(tpot) else None,
+                         "TTFT p50 ms": ttft.median() if len(ttft) else None,
                          "exact / numerics / diverged": "{} / {} / {}".format(
                              *(int(kinds.get(k, 0)) for k in ("exact", "numerics", "diverged")))})
     t = pd.DataFrame(rows)

@@ -1,15 +1,23 @@
-"""Per-question equality of two runs: every question compared token by token, missing and extra
-questions listed, the first divergence shown as text (never cut at the shorter output). Questions are
-matched by id and must be the same question in both runs (their prompt fingerprints): two runs of
-different prompts that share ids are not compared. Reading never writes into the run folders.
+"""Per-question equality of two runs of the same thing: every question compared token by token, missing and
+extra questions listed, the first divergence shown as text (never cut at the shorter output) and classed
+(goose.equality: exact, numerics or diverged). Questions are matched by id and must be the same question in
+both runs (their prompt fingerprints): two runs of different prompts that share ids are not compared.
+
+The two runs must also be of the same model (its fingerprint), sampling (greedy, or the same temperature, top_k,
+top_p and seed), length (max_new_tokens), chat template and stop rule (the model's EOS and each question's
+new-token limit, max_new_tokens or the context's cap): a run of another model or setting reads other tokens
+for that reason, and a class would call it numerics or a bug. Such runs are not compared: one line names
+what differs, with both values (exit 2). What the report is for may differ: dtype, backend, device,
+concurrency, method, budget, memory. Both runs' settings head the report. Two dtypes are held to the coarser
+one's tolerance (goose.equality.coarser). Reading never writes into the run folders.
 
     python analysis/reproduce.py equality --a RUN_FOLDER --b RUN_FOLDER
     exit 0: equal; 1: not equal; 2: could not compare (the reason is printed)
 """
-
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from goose.metrics import first_divergence
@@ -20,7 +28,8 @@ EQUAL, NOT_EQUAL, CANNOT_COMPARE = 0, 1, 2
 
 
 class CannotCompare(Exception):
-    """The two runs cannot be compared (exit 2): no outputs, damaged outputs, or different questions."""
+    """The two runs cannot be compared (exit 2): no outputs, damaged outputs, different questions, or runs of
+    another model, sampling, length, chat template or stop rule (one line naming it)."""
 
 
 def outputs_of(folder: Path) -> tuple[Path, dict[str, dict]]:
@@ -57,22 +66,157 @@ def _config(run: Path) -> dict:
     return OmegaConf.to_container(OmegaConf.load(cfg))
 
 
-def _describe(run: Path) -> str:
-    """The run as its rows record it (summary.json: method, budget label, memory), with its benchmark,
-    concurrency and dtype; the config's raw budget would say B=60 for a method no budget changes, so without a
-    summary the budget and memory are shown as unknown."""
-    c = _config(run)
-    if not c:
-        return str(run)
+def _rows(run: Path, records: dict[str, dict]) -> dict[str, dict]:
+    """prompt id -> the latest intact row of results.csv of the configuration its outputs were written by
+    (read as this row schema reads it); empty without a results.csv."""
+    from goose.results import ResultsFile
+    from goose.rows import upgrade
+
+    path = run / "results.csv"
+    if not path.is_file():
+        return {}
+    hashes = {r.get("config_hash") for r in records.values()}
+    return {r.get("prompt_id"): upgrade(r) for r in ResultsFile(path).rows() if r.get("config_hash") in hashes}
+
+
+def _flag(v) -> str:
+    return "true" if str(v).strip().lower() in ("true", "1") else "false"
+
+
+def _whole(v) -> str:
     try:
-        recorded = json.loads((run / "summary.json").read_text())
-    except (OSError, ValueError):
-        recorded = {}
-    method = recorded.get("method", c.get("method", {}).get("name"))
-    budget = recorded.get("budget", "?")  # no summary (a run stopped early): the config's raw value may not apply
-    memory = recorded.get("memory", "?")
-    return (f"{run} ({method}, B={budget}, memory={memory}, {c.get('benchmark', {}).get('name')}, "
-            f"concurrency {c.get('concurrency', 1)}, {c.get('identity', {}).get('dtype', '?')})")
+        return str(int(float(v)))
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _sampling(temperature, top_k, top_p, seed) -> str:
+    """`greedy`, or the settings that decide a sampled token (a greedy run's top_k, top_p and seed change none)."""
+    from goose.errors import GooseError
+    from goose.sampling import Sampling
+
+    try:
+        s = Sampling(float(temperature), int(float(top_k)), float(top_p), int(float(seed)))
+    except (TypeError, ValueError, GooseError):
+        return f"temperature={temperature}, top_k={top_k}, top_p={top_p}, seed={seed}"
+    return "greedy" if s.greedy else ", ".join(f"{k}={v}" for k, v in s.settings().items())
+
+
+def _dtype(v) -> str:
+    return str(v).replace("torch.", "")
+
+
+SAMPLING = ("temperature", "top_k", "top_p", "seed")
+# name -> (its value in config.yaml, in a row, as text): recorded in both places, each read where it is
+RECORDED = {
+    "model fingerprint": (lambda c: (c.get("identity") or {}).get("model_fingerprint"),
+                          lambda r: r.get("model_fingerprint"), str),
+    "sampling": (lambda c: tuple(c.get(k) for k in SAMPLING), lambda r: tuple(r.get(k) for k in SAMPLING),
+                 lambda v: _sampling(*v)),
+    "max_new_tokens": (lambda c: c.get("max_new_tokens"), lambda r: r.get("max_new_tokens"), _whole),
+    "chat template": (lambda c: c.get("chat_template"), lambda r: r.get("chat_template"), _flag),
+    "dtype": (lambda c: (c.get("identity") or {}).get("dtype"), lambda r: r.get("dtype"), _dtype),
+}
+SAME = ("model fingerprint", "sampling", "max_new_tokens", "chat template")  # else another run's tokens
+
+
+def _known(v) -> bool:
+    return v is not None and v != "" and not (isinstance(v, tuple) and any(x is None or x == "" for x in v))
+
+
+@dataclass
+class Run:
+    """One side: its folder, outputs, config.yaml and rows, and what they record of how it ran."""
+
+    folder: Path
+    records: dict[str, dict]
+    config: dict = field(default_factory=dict)
+    rows: dict[str, dict] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, folder: Path) -> Run:
+        run, records = outputs_of(folder)
+        return cls(run, records, _config(run), _rows(run, records))
+
+    def setting(self, name: str) -> str:
+        """A RECORDED setting as config.yaml and every row record it: one value, or CannotCompare."""
+        at_config, at_row, text = RECORDED[name]
+        found = [text(v) for v in [at_config(self.config), *map(at_row, self.rows.values())] if _known(v)]
+        if not found:
+            raise CannotCompare(f"{self.folder} does not record its {name} (no config.yaml saying it, no row in "
+                                "results.csv): whether it ran like the other run is unknown")
+        if len(set(found)) > 1:
+            raise CannotCompare(f"{self.folder} records more than one {name} ({', '.join(sorted(set(found)))}) in "
+                                "its config.yaml and results.csv: rerun it into a fresh folder")
+        return found[0]
+
+    def limit(self, q: str) -> str | None:
+        """Question q's new-token limit as its row records it (the context's cap, else max_new_tokens)."""
+        r = self.rows.get(q)
+        if r is None:
+            return None
+        return _whole(r.get("capped_at") or r.get("max_new_tokens") or self.setting("max_new_tokens"))
+
+    def recorded(self, key: str, default: str = "?") -> str:
+        """A label as the summary records it, else the rows (budget, memory: the config's raw value may not
+        apply), else `default`."""
+        try:
+            summary = json.loads((self.folder / "summary.json").read_text())
+        except (OSError, ValueError):
+            summary = {}
+        if summary.get(key) not in (None, ""):
+            return str(summary[key])
+        values = {str(r.get(key)) for r in self.rows.values() if r.get(key) not in (None, "")}
+        return values.pop() if len(values) == 1 else default
+
+    def method(self) -> str:
+        return self.recorded("method", str((self.config.get("method") or {}).get("name", "?")))
+
+    def header(self) -> dict[str, str]:
+        """What the report's header shows of this run."""
+        c = self.config
+        capped = sum(1 for r in self.rows.values() if r.get("capped_at") not in (None, ""))
+        n = self.setting("max_new_tokens")
+        return {
+            "model (fingerprint)": f"{self.recorded('model', str((c.get('model') or {}).get('name', '?')))} "
+                                   f"({self.setting('model fingerprint')})",
+            "sampling": self.setting("sampling"),
+            "max_new_tokens": n,
+            "chat template": self.setting("chat template"),
+            "stop rule": f"the model's EOS, or {n} new tokens"
+                         + (f" ({capped} question(s) capped by the context)" if capped else ""),
+            "dtype": self.setting("dtype"),
+            "method": f"{self.method()} (B={self.recorded('budget')}, memory={self.recorded('memory')})",
+            "concurrency": _whole(c.get("concurrency", self.recorded("concurrency", "1"))),
+            "benchmark": str((c.get("benchmark") or {}).get("name") or self.recorded("benchmark")),
+            "backend, device": f"{(c.get('identity') or {}).get('backend') or self.recorded('backend')}, "
+                               f"{(c.get('identity') or {}).get('device') or self.recorded('device')}",
+        }
+
+
+def _same_thing(a: Run, b: Run, common: list[str]) -> None:
+    """CannotCompare (one line, both values) unless A and B ran the same model, sampling, length, chat template
+    and stop rule (the model's EOS, which its fingerprint covers, and each question's new-token limit): their
+    tokens would differ for that reason, whatever the numerics."""
+    differ = [f"{name} (A: {va}, B: {vb})" for name in SAME if (va := a.setting(name)) != (vb := b.setting(name))]
+    limits = [(q, la, lb) for q in common if (la := a.limit(q)) and (lb := b.limit(q)) and la != lb]
+    if limits and a.setting("max_new_tokens") == b.setting("max_new_tokens"):
+        q, la, lb = limits[0]
+        more = f" and {len(limits) - 1} more question(s)" if len(limits) > 1 else ""
+        differ.append(f"stop rule ({q}{more} stop at A: {la}, B: {lb} new tokens: the context's cap, capped_at)")
+    if differ:
+        raise CannotCompare(f"A and B differ in {'; '.join(differ)}: their tokens differ for that reason, "
+                            "not by numerics or a bug, so they are not compared (runs compared may differ in dtype, "
+                            f"backend, device, concurrency and method only). A: {a.folder}, B: {b.folder}")
+
+
+def _describe(run: Run) -> str:
+    """The run as its rows record it (summary.json, else results.csv: method, budget label, memory), with its
+    benchmark, concurrency and dtype; the config's raw budget would say B=60 for a method no budget changes, so
+    without either the budget and memory are shown as unknown."""
+    h = run.header()
+    return (f"{run.folder} ({run.method()}, B={run.recorded('budget')}, memory={run.recorded('memory')}, "
+            f"{h['benchmark']}, concurrency {h['concurrency']}, {h['dtype']})")
 
 
 def _show(pieces: list[str], start: int) -> str:
@@ -80,22 +224,37 @@ def _show(pieces: list[str], start: int) -> str:
     return json.dumps(text, ensure_ascii=False) if text else "(ends here)"
 
 
+def _table(a: Run, b: Run) -> list[str]:
+    """Both runs' settings, side by side: those that must agree (model to stop rule), then those the report
+    compares across."""
+    ha, hb = a.header(), b.header()
+
+    def cell(v: str) -> str:
+        return str(v).replace("|", "\\|")
+
+    return ["| | A | B |", "|---|---|---|",
+            *(f"| {k} | {cell(ha[k])} | {cell(hb[k])} |" for k in ha), ""]
+
+
 def compare(a: Path, b: Path) -> tuple[str, int]:
     """(a markdown report, EQUAL or NOT_EQUAL); CannotCompare when the runs are not comparable."""
-    run_a, out_a = outputs_of(a)
-    run_b, out_b = outputs_of(b)
+    from goose.equality import DIVERGED, NUMERICS, classify, coarser, tolerance
+
+    side_a, side_b = Run.of(a), Run.of(b)
+    run_a, out_a, run_b, out_b = side_a.folder, side_a.records, side_b.folder, side_b.records
     common = [q for q in out_a if q in out_b]
     other = [q for q in common if out_a[q]["prompt_fingerprint"] != out_b[q]["prompt_fingerprint"]]
     if other:
         raise CannotCompare(f"{len(other)} of the {len(common)} shared question id(s) are different questions in A "
                             f"and B (their prompts differ: {', '.join(other[:8])}{', ...' if len(other) > 8 else ''}); "
                             f"these runs are of different prompts.\n  A: {run_a}\n  B: {run_b}")
+    _same_thing(side_a, side_b, common)
     only_a = [q for q in out_a if q not in out_b]
     only_b = [q for q in out_b if q not in out_a]
-    from goose.equality import classify
-
-    dtypes = {str(_config(r).get("identity", {}).get("dtype", "float32")) for r in (run_a, run_b)}
-    dtype = "float32" if dtypes == {"float32"} else max(dtypes - {"float32"}, default="float32")  # the coarser
+    try:
+        dtype = str(coarser(side_a.setting("dtype"), side_b.setting("dtype"))).replace("torch.", "")
+    except ValueError as e:
+        raise CannotCompare(f"no tolerance for these runs' dtypes: {e}") from None
     differ, kinds = [], {}
     for q in common:
         a, b = out_a[q], out_b[q]
@@ -110,9 +269,14 @@ def compare(a: Path, b: Path) -> tuple[str, int]:
             gaps = " / ".join("-" if m is None else f"{m:.3g}" for m in (v.ar_gap, v.gap))
             differ.append((q, len(ta), len(tb), i, v.kind, margins, gaps, json.dumps(before, ensure_ascii=False),
                            _show(pa, i), _show(pb, i)))
+    meaning = {NUMERICS: f"numerics: a near-tie read two ways, within {dtype}'s tolerance ({tolerance(dtype):g})",
+               DIVERGED: "diverged: a difference no near-tie explains (a gap beyond the tolerance, or the other's "
+                         "token not among a run's best, or one stopped where the other went on): a bug until shown "
+                         "otherwise"}
     why = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    why = f" ({why}; numerics: a near-tie read two ways, within {dtype}'s tolerance)" if kinds else ""
-    lines = [f"# Equality, question by question\n\nA: {_describe(run_a)}\nB: {_describe(run_b)}\n",
+    why = f" ({'; '.join([why, *(meaning[k] for k in sorted(kinds) if k in meaning)])})" if kinds else ""
+    lines = [f"# Equality, question by question\n\nA: {_describe(side_a)}\nB: {_describe(side_b)}\n",
+             *_table(side_a, side_b),
              f"- compared {len(common)} question(s) present in both: {len(common) - len(differ)} identical, "
              f"{len(differ)} differ{why}",
              f"- in A only ({len(only_a)}): {', '.join(only_a) or '-'}",

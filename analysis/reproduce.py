@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             report, status = compare(Path(args.a), Path(args.b))
         except CannotCompare as e:
-            print(f"equality: could not compare: {e}", file=sys.stderr)
+            print(f"error: equality could not compare: {e}", file=sys.stderr)
             sys.exit(CANNOT_COMPARE)
         print(report)
         sys.exit(status)

@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from analysis.comparable import all_scope
 from analysis.load import SAMPLING
 from analysis.pooling import CONFIG, by, lossless_cell, method_rank
 from goose.results import ReferenceStore
@@ -21,16 +22,12 @@ def setting_label(temperature: float, top_k: int, top_p: float, seed: int) -> st
 
 def _with_settings(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Rows labelled by sampling setting (greedy first, then by temperature, cuts, seed), limited to the
-    configurations that were also run sampled (a greedy-only configuration has no curve to draw) and,
-    per configuration, to the prompts (benchmark and id) every one of its settings has: settings are
-    compared on the same prompts, also while a sweep is unfinished."""
+    configurations that were also run sampled (a greedy-only configuration has no curve to draw). Settings
+    are compared on the prompts every one has (analysis.comparable, applied to every artifact's rows)."""
     keys = list(SAMPLING)
     df = df.assign(setting=[setting_label(*v) for v in df[keys].itertuples(index=False)])
     sampled = df[df.temperature > 0][CONFIG].drop_duplicates()
     df = df.merge(sampled, on=CONFIG)
-    settings = df.groupby(CONFIG).setting.transform("nunique")
-    present = df.groupby([*CONFIG, "benchmark", "prompt_id"]).setting.transform("nunique")
-    df = df[present == settings]
     order = df[[*keys, "setting"]].drop_duplicates().sort_values(keys).setting.tolist()
     return df, order
 
@@ -41,7 +38,8 @@ def sampling(df: pd.DataFrame) -> pd.DataFrame:
     setting keeps, and per setting how many rows were token-identical to AR with the same settings."""
     df, order = _with_settings(df)
     keys = [*CONFIG, "benchmark"]
-    t = pd.concat([by(df, [*keys, "setting"]), by(df, [*CONFIG, "setting"]).assign(benchmark="all")])
+    t = pd.concat([by(df, [*keys, "setting"]),
+                   by(all_scope(df, "sampling"), [*CONFIG, "setting"]).assign(benchmark="all")])
     t["ok"] = [lossless_cell(*v) for v in zip(t.lossless, t.prompts, t.numerics, t.diverged)]
     present = [c for c in order if c in set(t.setting)]
     tau = t.pivot_table(index=keys, columns="setting", values="tau")[present]
@@ -83,8 +81,9 @@ def sampling_outputs(df: pd.DataFrame) -> pd.DataFrame:
         t, k, p, seed = mine[list(SAMPLING)].iloc[0]
         others = first[(first.temperature == t) & (first.top_k == k) & (first.top_p == p)
                        & (first.seed != seed)].setting.unique()
+        pool = all_scope(mine, "sampling_outputs")
         for bench in [*sorted(mine.benchmark.unique()), "all"]:
-            sub = mine if bench == "all" else mine[mine.benchmark == bench]
+            sub = pool if bench == "all" else mine[mine.benchmark == bench]
             vs_greedy, vs_seeds = [0, 0], [0, 0]  # differing, compared
             for m, b, pid in sub[prompt].itertuples(index=False):
                 own = tokens.get((m, b, pid, st))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from analysis.comparable import all_scope
 from analysis.load import paper_settings
 from analysis.paper import (
     GAP_PAIRS,
@@ -91,6 +92,8 @@ def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...],
                 continue
             fine.append(found)
             rows.append({**where, "benchmark": bench, **row(found)})
+        poolable = set(all_scope(g, "synergy").benchmark)  # never two configurations of one benchmark
+        fine = [f for f in fine if set(f[GOOSE].benchmark) <= poolable]
         if len(fine) > 1:
             together = {m: pd.concat([f[m] for f in fine]) for m in methods}
             rows.append({**where, "benchmark": "all compared", **row(together)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.comparable import all_scope
 from analysis.paper import (
     ABLATION_DELTA_PCT,
     ABLATIONS,
@@ -21,6 +22,7 @@ def table1(df: pd.DataFrame) -> pd.DataFrame:
     goose, isos = TABLE1
     t = by(df[df.method.isin([goose, *isos])], ["model", "benchmark", "budget", "method"])
     wide = t.pivot_table(index=["model", "benchmark", "budget"], columns="method", values="tau").reset_index()
+    n = t.groupby(["model", "benchmark", "budget"]).prompts.min().rename("n").reset_index()
     missing = [m for m in (goose, *isos) if m not in wide]
     if missing:
         raise SystemExit(f"table1: no rows of {', '.join(missing)} at this budget; run `make reproduce-table1`")
@@ -29,6 +31,7 @@ def table1(df: pd.DataFrame) -> pd.DataFrame:
     wide["gain_vs_best_iso_%"] = (wide[goose] / wide[list(isos)].max(axis=1) - 1) * 100
     wide["paper_goose"] = [TABLE1_TAU.get((m, b), (None, None))[0] for m, b in zip(wide.model, wide.benchmark)]
     wide["paper_iso"] = [TABLE1_TAU.get((m, b), (None, None))[1] for m, b in zip(wide.model, wide.benchmark)]
+    wide = wide.merge(n, on=["model", "benchmark", "budget"])
     macro = {"model": "macro mean", "benchmark": "", "budget": "",
              **{c: wide[c].mean() for c in wide.columns if c.startswith("gain_")},
              "paper_gain_%": TABLE1_MACRO_GAIN_PCT}
@@ -40,9 +43,11 @@ def table2(df: pd.DataFrame) -> pd.DataFrame:
     sub = df[df.method.isin([GOOSE, *ABLATIONS])]
     if GOOSE not in set(sub.method):
         raise SystemExit("table2: no rows of full GOOSE at this budget; run `make reproduce-table2`")
-    parts = [by(sub, ["model", "benchmark", "method"]), by(sub, ["model", "method"]).assign(benchmark="all")]
+    parts = [by(sub, ["model", "benchmark", "method"]),
+             by(all_scope(sub, "table2"), ["model", "method"]).assign(benchmark="all")]
     t = pd.concat(parts, ignore_index=True)
     wide = t.pivot_table(index=["model", "method"], columns="benchmark", values="tau")
+    n = t.pivot_table(index=["model", "method"], columns="benchmark", values="prompts")
     rows = []
     for model in wide.index.get_level_values(0).unique():
         if (model, GOOSE) not in wide.index:
@@ -54,27 +59,29 @@ def table2(df: pd.DataFrame) -> pd.DataFrame:
             row = {"model": model, "variant": ABLATIONS.get(m, "GOOSE (full)")}
             for b, v in wide.loc[(model, m)].items():
                 row[f"tau_{b}"] = v
+                row[f"n_{b}"] = n.loc[(model, m)].get(b)
                 if m != GOOSE:
                     row[f"delta_{b}_%"] = (v / full[b] - 1) * 100
             row["paper_delta_%"] = ABLATION_DELTA_PCT.get(m)
             rows.append(row)
     t = pd.DataFrame(rows)
     cols = ["model", "variant"] + sorted(c for c in t if c.startswith("tau_")) + \
-        sorted(c for c in t if c.startswith("delta_")) + ["paper_delta_%"]
+        sorted(c for c in t if c.startswith("delta_")) + ["paper_delta_%"] + sorted(c for c in t if c.startswith("n_"))
     return t[cols]
 
 
 def all_methods(df: pd.DataFrame) -> pd.DataFrame:
     """tau and speedup of every configuration (method, its variant where a cell has several, budget, memory
     mode), per benchmark and pooled ("all"), with how many prompts were lossless."""
-    t = pd.concat([by(df, [*CONFIG, "benchmark"]), by(df, CONFIG).assign(benchmark="all")])
-    t["lossless"] = [lossless_cell(*v) for v in zip(t.lossless, t.prompts, t.numerics, t.diverged)]
-    wide = t.pivot(index=CONFIG, columns="benchmark", values=["tau", "speedup"])
+    t = pd.concat([by(df, [*CONFIG, "benchmark"]), by(all_scope(df, "all_methods"), CONFIG).assign(benchmark="all")])
+    wide = t.pivot(index=CONFIG, columns="benchmark", values=["tau", "speedup", "prompts"])
     benches = [b for b in wide.columns.get_level_values(1).unique() if b != "all"] + ["all"]
-    wide = wide[[(v, b) for v in ("tau", "speedup") for b in benches if (v, b) in wide.columns]]
-    wide.columns = [f"{v} {b}" for v, b in wide.columns]
+    wide = wide[[(v, b) for v in ("tau", "speedup", "prompts") for b in benches if (v, b) in wide.columns]]
+    wide.columns = [f"{'n' if v == 'prompts' else v} {b}" for v, b in wide.columns]
     wide = wide.dropna(axis=1, how="all").reset_index()
-    wide = wide.merge(t[t.benchmark == "all"][[*CONFIG, "lossless"]], on=CONFIG, how="left")
+    every = by(df, CONFIG)  # losslessness counts every row of a configuration, whatever "all" pools
+    every["lossless"] = [lossless_cell(*v) for v in zip(every.lossless, every.prompts, every.numerics, every.diverged)]
+    wide = wide.merge(every[[*CONFIG, "lossless"]], on=CONFIG, how="left")
     wide["_order"] = wide.method.map(method_rank)
     wide["_auto"] = wide.budget.eq("auto")
     keys = ["model", "_order", "method", "variant", "_auto", "budget", "memory"]

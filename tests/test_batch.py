@@ -310,6 +310,38 @@ def test_a_run_at_concurrency_3_times_batches_against_batched_ar_and_resumes(tin
         run_goose(*base, "method=goose", "speedup_reference=cached")
 
 
+@pytest.mark.integration
+def test_a_grown_batched_run_gives_an_uninterrupted_runs_rows(tiny_folder, run_goose, tmp_path):
+    """At concurrency > 1 a row depends on the requests beside it (TR's shared matrix under memory=run): a run
+    grown from 1 to 3 prompts gives exactly the rows of a run of 3 prompts from the start, never the 1-prompt
+    run's row for the first prompt (HumanEval/0 once kept steps 11 where an uninterrupted run has 13)."""
+    import json
+
+    from goose.results import ResultsFile
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x * {i} + {i}\n" * 2})
+                               + "\n" for i in range(3)))
+    base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
+            "max_new_tokens=24", "concurrency=4", "method=tr", "memory=run", "speedup_reference=none"]
+
+    def rows(summary):
+        return {r["prompt_id"]: (r["steps"], r["new_tokens"]) for r in ResultsFile(f"{summary['run_dir']}/results.csv")
+                .rows()}
+
+    grown = [run_goose(*base, f"results_dir={tmp_path / 'a'}", f"n_prompts={n}")[0] for n in (1, 3)]
+    whole, _ = run_goose(*base, f"results_dir={tmp_path / 'b'}", "n_prompts=3")
+    assert grown[0]["run_dir"] != grown[1]["run_dir"]  # the prompt list is part of the configuration
+    assert rows(grown[1]) == rows(whole) and grown[1]["tau"] == whole["tau"]
+    # and a resumed run of the same list adds the lost row as the uninterrupted run has it
+    csv = f"{whole['run_dir']}/results.csv"
+    lines = open(csv).read().splitlines(keepends=True)
+    open(csv, "w").write("".join(lines[:2]))
+    resumed, out = run_goose(*base, f"results_dir={tmp_path / 'b'}", "n_prompts=3")
+    assert "decoding the 1 finished prompt(s) again" in out
+    assert rows(resumed) == rows(grown[1])
+
+
 def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys, tmp_path):
     """memory=run state is shared by a drafter's spawns: a level must not start from the previous level's prompts
     (SuffixDecoding's tree once held every answer of concurrency 1 at concurrency 4: tau 2.2 became 8.8)."""

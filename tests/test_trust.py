@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-from conftest import SPEC_BENCH
 from test_run import ROOT, rows, run_py
 
 from goose.errors import GooseError
@@ -209,25 +208,42 @@ def test_a_stale_timing_is_flagged_and_left_out():
     assert summarize([legacy])["speedup_prompts"] == 0
 
 
-@SPEC_BENCH
 @pytest.mark.integration
 def test_the_command_line_data_dir_wins_over_the_environment(tiny_folder, tmp_path):
     """data_dir= on the command line is searched first; a GOOSE_DATA_DIR that holds nothing is passed over for
-    the next folder that has the file (../shared/data here), never mistaken for it."""
-    data = tmp_path / "data" / "spec_bench"
-    data.mkdir(parents=True)
-    (data / "question.jsonl").write_text(json.dumps({"question_id": 1, "turns": ["Hi."]}) + "\n")
-    env = dict(os.environ, GOOSE_DATA_DIR=str(tmp_path / "nowhere"), WANDB_MODE="disabled", HF_HUB_OFFLINE="1")
+    the next folder that has the file, never mistaken for it. The files are the test's own (the cache folder's
+    has three questions), so it passes wherever the real data is: the run must read the file the loader's rule
+    finds (../shared/data where a checkout has it beside, else the cache's), which the test asks the same rule."""
+    from goose.benchmarks import DataDirs
+
+    def questions(folder, ids):
+        (folder / "spec_bench").mkdir(parents=True)
+        (folder / "spec_bench" / "question.jsonl").write_text(
+            "".join(json.dumps({"question_id": i, "turns": [f"Question {i}?"]}) + "\n" for i in ids))
+
+    questions(tmp_path / "data", [1])
+    questions(tmp_path / "cache" / "data", [7, 8, 9])
+    env = dict(os.environ, GOOSE_DATA_DIR=str(tmp_path / "nowhere"), GOOSE_CACHE=str(tmp_path / "cache"),
+               WANDB_MODE="disabled", HF_HUB_OFFLINE="1")
     base = [sys.executable, str(ROOT / "run.py"), "model=hf", f"model.path={tiny_folder}", "benchmark=mt_bench",
-            "max_new_tokens=4", "n_prompts=2", "speedup_reference=none"]
+            "benchmark.turns=1", "max_new_tokens=4", "n_prompts=2", "speedup_reference=none"]
     ok = subprocess.run([*base, f"data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'a'}"], cwd=ROOT, env=env,
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert [r["prompt_id"] for r in all_rows(tmp_path / "a")] == ["1"]  # the one question of data_dir's file
-    shared = subprocess.run([*base, f"results_dir={tmp_path / 'b'}"], cwd=ROOT, env=env, capture_output=True,
-                            text=True)
-    assert shared.returncode == 0, shared.stderr[-2000:]
-    assert len({r["prompt_id"] for r in all_rows(tmp_path / "b")}) == 4  # two questions of the real file, 2 turns
+    fallback = subprocess.run([*base, f"results_dir={tmp_path / 'b'}"], cwd=ROOT, env=env, capture_output=True,
+                              text=True)
+    assert fallback.returncode == 0, fallback.stderr[-2000:]
+    old = dict(os.environ)
+    try:
+        os.environ.update(GOOSE_DATA_DIR=env["GOOSE_DATA_DIR"], GOOSE_CACHE=env["GOOSE_CACHE"])
+        found = DataDirs.of().find("spec_bench/question.jsonl")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    assert found is not None and "nowhere" not in str(found)
+    first = [str(json.loads(line)["question_id"]) for line in found.read_text().splitlines()[:2]]
+    assert sorted({r["prompt_id"] for r in all_rows(tmp_path / "b")}) == sorted(first)
 
 
 def bad_inputs(tmp_path):

@@ -35,9 +35,17 @@ class Served(Generation):
     first token and was done; its `wall_s` is done - admitted (its latency)."""
 
     admitted_s: float = 0.0
-    first_token_s: float = 0.0
     done_s: float = 0.0
     widths_chosen: list[int] = field(default_factory=list)
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.admitted_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        n = len(self.tokens)  # wall_s is the request's share of its pass: its own timeline says when it ran
+        return (self.done_s - self.first_token_s) / (n - 1) if n > 1 else None
 
 
 class Pause:

@@ -2,9 +2,11 @@
 goose.batch_decode), each batch timed against batched AR over the same prompts (goose.batch_timing), every
 request compared with unbatched AR (the reference store's, computed alone where it is missing).
 
-A batch is a pass over the prompts to do: their first turns, then (multi-turn benchmarks) their second turns
-after the first answers. Under memory=run a resumed run decodes every prompt again, so the state the requests
-share evolves as in an uninterrupted run, and writes the rows it lacks.
+A batch is a pass over the run's prompts: their first turns, then (multi-turn benchmarks) their second turns
+after the first answers. A request's row depends on the requests beside it (the state they share under
+memory=run, budget=auto's widths, its share of the pass), so the prompt list is part of the configuration
+(goose.run_folder.config_hash) and a resumed run decodes every prompt again in the same batches, writing only
+the rows it lacks: they are an uninterrupted run's.
 """
 
 from __future__ import annotations
@@ -47,11 +49,10 @@ class BatchedDecoding(Decoding):
 
         spec, ident = self.spec, self.ident
         self.check_room(todo)
-        order = prompts if self.drafter.capabilities.memory else todo
+        order = prompts
         if len(order) > len(todo):
-            print(f"[goose] memory=run at concurrency {spec.concurrency}: decoding the {len(order) - len(todo)} "
-                  "finished prompt(s) again in their batches, so the shared state is an uninterrupted run's",
-                  flush=True)
+            print(f"[goose] concurrency {spec.concurrency}: decoding the {len(order) - len(todo)} finished prompt(s) "
+                  "again in their batches, so the rows it adds are an uninterrupted run's", flush=True)
         w = spec.logging
         tracker = Tracker(w.mode, w.project, f"{ident.model.label}-{spec.benchmark.name}-{spec.method.name}-"
                           f"c{spec.concurrency}", f"{ident.model.label}/{spec.benchmark.name}",

@@ -32,6 +32,18 @@ class Generation:
     margins: list[float] = field(default_factory=list)
     runners_up: list[list[int]] = field(default_factory=list)  # ... the best other tokens there (RANKS)
     gaps: list[list[float]] = field(default_factory=list)  # ... and the chosen token's score minus each one's
+    first_token_s: float = 0.0  # seconds from the start to the first new token (the prefill's)
+
+    @property
+    def ttft_s(self) -> float:
+        """Time to first token: the prefill and its token."""
+        return self.first_token_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Time per output token after the first (prefill excluded); None with one token."""
+        n = len(self.tokens)
+        return (self.wall_s - self.first_token_s) / (n - 1) if n > 1 else None
 
     @property
     def tau(self) -> float:
@@ -73,10 +85,11 @@ def generate(
     sampler = sampling.for_prompt(prompt) if sampling is not None else None
     pre = engine.prefill(prompt, topk=caps.topk if caps.harvest_prefill else 0, sampler=sampler)
     out, done = commit([pre.bonus], max_new_tokens, stop_ids)
+    first = time.perf_counter() - t0  # the bonus is a host int: the prefill has finished on any device
     context = list(prompt) + out
     drafter.start(context, pre)
     gen = Generation(tokens=out, steps=1, wall_s=0.0, origins=[BONUS] * len(out), margins=pre.margins[: len(out)],
-                     runners_up=pre.runners_up[: len(out)], gaps=pre.gaps[: len(out)])
+                     runners_up=pre.runners_up[: len(out)], gaps=pre.gaps[: len(out)], first_token_s=first)
     profile = engine.profile
     while not done:
         t1 = time.perf_counter() if profile else 0.0

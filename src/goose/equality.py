@@ -14,7 +14,8 @@
 
 The tolerance is TOLERANCE_ULPS units in the last place of the dtype at a logit of LOGIT_SCALE, the size the
 logits of the models here take (`tolerance`); every classified row reports it beside both runs' top-1 minus
-top-2 margins and both gaps.
+top-2 margins and both gaps. Two runs in different dtypes are held to the coarser one's (`coarser`: by machine
+epsilon, so bfloat16's 8-bit mantissa is coarser than float16's 11).
 """
 
 from __future__ import annotations
@@ -32,11 +33,24 @@ TOLERANCE_ULPS = 4
 EXACT, NUMERICS, DIVERGED = "exact", "numerics", "diverged"
 
 
+def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """A floating-point torch dtype from itself or its name (`bfloat16`, `torch.float16`); ValueError else."""
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype.strip().replace("torch.", ""), None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"not a floating-point dtype: {dtype!r}")
+    return dtype
+
+
+def coarser(*dtypes: torch.dtype | str) -> torch.dtype:
+    """The least precise of `dtypes`, by their machine epsilon (float32 < float16 < bfloat16): two runs in
+    different dtypes are held to the coarser one's tolerance."""
+    return max(map(as_dtype, dtypes), key=lambda d: torch.finfo(d).eps)
+
+
 def tolerance(dtype: torch.dtype | str) -> float:
     """TOLERANCE_ULPS units in the last place of `dtype` at a logit of LOGIT_SCALE."""
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype.replace("torch.", ""))
-    return TOLERANCE_ULPS * torch.finfo(dtype).eps * LOGIT_SCALE
+    return TOLERANCE_ULPS * torch.finfo(as_dtype(dtype)).eps * LOGIT_SCALE
 
 
 @dataclass(frozen=True)

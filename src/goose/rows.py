@@ -46,6 +46,10 @@ COLUMNS: tuple[Column, ...] = (
     _c("wall_s", "float", "seconds of the generation (mean over repeats)"),
     _c("wall_s_std", "float", "their standard deviation (0 with one repeat)"),
     _c("tokens_per_s", "float", "new_tokens / wall_s"),
+    _c("ttft_s", "float", "time to first token: seconds from the request's start (its admission at concurrency > 1) "
+       "to its first new token, the prefill included"),
+    _c("tpot_s", "float", "time per output token after the first: (done - first token) / (new_tokens - 1), the "
+       "prefill excluded, at every concurrency; blank with one token"),
     _c("lossless", "bool", "the tokens equal AR's (greedy, or AR sampling with the same seed)"),
     _c("first_divergence", "int", "index of the first token that differs from AR's, -1 when lossless"),
     _c("equality", "text", "exact | numerics (a near-tie read two ways, within the dtype's tolerance) | diverged "
@@ -63,7 +67,7 @@ COLUMNS: tuple[Column, ...] = (
     _c("ar_wall_s", "float", "the AR timing the speedup divides by"),
     _c("ar_tokens_per_s", "float", "AR's tokens per second in that timing"),
     _c("admitted_s", "float", "concurrency > 1: when the request was admitted, seconds from its batch's start"),
-    _c("first_token_s", "float", "... when its first token was there"),
+    _c("first_token_s", "float", "... when its first token was there (concurrency 1: seconds from the start)"),
     _c("done_s", "float", "... when it was done"),
     _c("pass_wall_s", "float", "concurrency > 1: the wall time of the batch (pass) the request ran in; wall_s is the "
        "request's share of it by tokens, so pooled speedups are the passes' throughput ratios"),
@@ -149,6 +153,8 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict
         "wall_s": _round(gen.wall_s, 6),
         "wall_s_std": gen.wall_s_std,
         "tokens_per_s": _round(gen.tokens_per_s, 4),
+        "ttft_s": _round(gen.ttft_s, 6),
+        "tpot_s": _round(gen.tpot_s, 6) if gen.tpot_s is not None else "",
         "lossless": div is None,
         "first_divergence": -1 if div is None else div,
         **verdict.columns(),

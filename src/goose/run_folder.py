@@ -40,9 +40,12 @@ def data_fingerprint(config) -> str:
     return digest({name: path_fingerprint(p) for name, p in sorted(paths.items())}) if paths else ""
 
 
-def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str) -> str:
+def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str, batch: list[str] | None = None) -> str:
     """Every setting that changes a row (goose.spec declares which), the sections (paths left out: contents
-    are fingerprinted instead), what the config points at, and the row schema."""
+    are fingerprinted instead), what the config points at, and the row schema. At concurrency > 1 a request's
+    row depends on the requests decoded beside it (shared memory, budget=auto's widths, its share of a pass):
+    `batch`, the ids of the run's prompts in order, is hashed too, so a grown or shrunk run is another
+    configuration, never a reuse of rows that would now differ."""
     from goose.drafter import data_paths
 
     method = {k: v for k, v in spec.method.record().items() if k not in data_paths(spec.method.config)}
@@ -50,6 +53,8 @@ def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str) -> st
             "method": {"name": spec.method.name, "drafter": method}, "model_fingerprint": model.fingerprint,
             "prompts_fingerprint": prompts_fp, "data_fingerprint": data_fp, "row_schema": ROW_SCHEMA,
             **spec.sampling.noise_key()}
+    if spec.concurrency > 1:
+        kept["batch_prompts"] = list(batch or [])
     return digest(kept, 12)
 
 

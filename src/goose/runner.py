@@ -93,7 +93,7 @@ def run(cfg, sweep_id: str = "") -> dict | None:
     if drafter.capabilities.tokenizer_bound:  # its data (REST's datastore) must exist before it is fingerprinted
         prepare_drafter(drafter, spec.budget, load_tokenizer(spec.model, model), spec.model.name)
     pfp, dfp = prompts_fingerprint(every), data_fingerprint(spec.method.config)
-    chash = config_hash(spec, model, pfp, dfp)
+    chash = config_hash(spec, model, pfp, dfp, [p.id for p in prompts])
     ident = RunIdentity(model, pfp, dfp, chash, conditions(spec.torch_device, spec.backend, sweep_id))
     run_dir = Path(spec.run_dir).expanduser() if spec.run_dir else default_run_dir(spec, model.label, chash)
     asked = [t.id for p in prompts for t in turns_of(p)]

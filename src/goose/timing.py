@@ -46,10 +46,11 @@ def conditions(device: torch.device, backend: str, sweep_id: str) -> dict:
 
 
 def combine(gens: list[Generation]) -> Generation:
-    """Repeats of one generation (identical tokens): wall time = mean, its std kept."""
+    """Repeats of one generation (identical tokens): wall time and time to first token = means, its std kept."""
     walls = [g.wall_s for g in gens]
     gen = gens[-1]
     gen.wall_s = sum(walls) / len(walls)
+    gen.first_token_s = sum(g.first_token_s for g in gens) / len(gens)
     gen.wall_s_std = round(statistics.pstdev(walls), 6) if len(walls) > 1 else 0.0
     return gen
 
