@@ -104,30 +104,56 @@ ARTIFACTS = list(REGISTRY)
 
 def rows_for(name: str, df: pd.DataFrame, budget: int = 60) -> pd.DataFrame:
     """The rows artifact `name` reads (see Artifact), over the prompts every configuration it compares has
-    (analysis.comparable), or one line saying which rows it needs."""
+    (analysis.comparable), or one line saying which rows it needs. Rows it does not read are named in one line
+    each (how many, and which artifact reads them), never dropped without a word."""
     a = REGISTRY[name]
+    kept = df
+
+    def keep(mask: pd.Series, what: str, where: str) -> None:
+        nonlocal kept
+        if (~mask).any():
+            print(f"[analysis] {name}: left out {int((~mask).sum())} row(s) {what} ({where})")
+        kept = kept[mask]
+
     if not a.trials:
-        df = df[df.trial == 1]
+        keep(kept.trial == 1, "of later passes (trial > 1)", "spec_bench reads every pass")
     if a.concurrency == "one":
-        df = df[df.concurrency == 1]
+        keep(kept.concurrency == 1, f"at concurrency {_values(kept.concurrency[kept.concurrency != 1])}",
+             "the concurrency artifact reads them; this one reads requests decoded one at a time")
     at = [str(budget), FIXED]
     if a.sampled:
-        df = df[df.budget.isin(at)]
-        if not (df.temperature > 0).any():
-            raise SystemExit(f"{name}: no sampled rows (temperature > 0) at budget {budget}; run "
+        keep(kept.budget.isin(at), f"at other budgets than {budget}", "all_methods shows every budget")
+        if not (kept.temperature > 0).any():
+            raise SystemExit(f"{name}: no sampled rows (temperature > 0) at budget {budget}{_found(df)}; run "
                              "`make reproduce-sampling` first")
-        return common_prompts(df, name)
-    df = df[df.temperature == 0]
+        return common_prompts(kept, name)
+    keep(kept.temperature == 0, "sampled (temperature > 0)", "the sampling artifacts read them")
     if a.settings == "paper":
-        df = paper_settings(df)
+        keep(kept.index.isin(paper_settings(kept).index), "in a memory mode other than the method's paper default",
+             "all_methods and suffix show every mode")
     if a.budgets == "one":
-        df = df[df.budget.isin(at)]
-    if df.empty:
-        raise SystemExit(f"{name}: no greedy rows{f' at budget {budget}' if a.budgets == 'one' else ''}; run its "
-                         "experiment first")
+        keep(kept.budget.isin(at), f"at other budgets than {budget}", "all_methods and budget_sweep show them")
+    if kept.empty:
+        at_budget = f" and budget {budget}" if a.budgets == "one" else ""
+        raise SystemExit(f"{name}: no greedy rows at concurrency 1{at_budget}{_found(df)}; run its experiment first")
     if not a.variants:
-        one_configuration_per_cell(df, name)
-    return common_prompts(df, name)
+        one_configuration_per_cell(kept, name)
+    return common_prompts(kept, name)
+
+
+def _values(s: pd.Series) -> str:
+    return ", ".join(str(v) for v in sorted(s.unique()))
+
+
+def _found(df: pd.DataFrame) -> str:
+    """What the folder holds instead, so a refusal says where the rows went."""
+    bits = []
+    if (df.concurrency != 1).any():
+        bits.append(f"concurrency {_values(df.concurrency)}")
+    if (df.temperature > 0).any():
+        bits.append(f"temperature {_values(df.temperature)}")
+    bits.append(f"budget {_values(df.budget)}")
+    return f" (the rows here are at {'; '.join(bits)})" if len(df) else ""
 
 
 def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]:

@@ -24,6 +24,15 @@ back (context 256, median of 5) and printed first.
 With --temperature > 0 every method samples (goose.sampling) and must return AR sampling's tokens;
 hf-greedy and hf-prompt-lookup then run Hugging Face's greedy loops on the same perturbed logits
 (our noise added by a logits processor), so they sample the same tokens and stay the outside reference.
+
+Latency beside throughput: TTFT (time to first token) and TPOT (time per output token = (last token's time - first
+token's time) / (new tokens - 1), prefill excluded; none for a one-token answer), the median over every request of
+every repeat (experiments/bench_json.py). Hugging Face's loops report no first token's time: no latency there.
+
+--json OUT: the run as one file, written atomically when it ends (an earlier file at OUT is removed when the run
+starts, so a failed run leaves none): what it ran on (model, its path and fingerprint, dtype, device, threads,
+backends, torch version, date, the command line), the cost table, every row, the profiled pass; `null` where a
+number is undefined, never NaN. With --repeats 0 it holds the cost table and the profiled pass, and no rows.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from experiments import bench_json
 from goose.backends import BACKENDS, apply_backend, check_backend, default_backend
 from goose.benchmarks import benchmark_names, load_prompts
 from goose.budget import BUSY_SPREAD, cost_curve, round_spread
@@ -57,6 +67,7 @@ DEFAULT_METHODS = ("ar", "pld", "pld@auto", "tr", "iso3", "lookahead", "rest", "
                    "suffix@auto", "goose@16", "goose@32", "goose@60", "goose@auto", "goose-suffix",
                    "goose-suffix@auto")
 HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
+DEFAULT_N_PROMPTS = 10  # of each --benchmarks entry; of a --prompts file: all unless --n-prompts is given
 
 
 def check_names(ap: argparse.ArgumentParser, args) -> None:
@@ -72,7 +83,7 @@ def check_names(ap: argparse.ArgumentParser, args) -> None:
         if bad:
             ap.error(f"{flag}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(valid)}"
                      + (" (as NAME[@BUDGET][:MEMORY]), or hf-greedy, hf-prompt-lookup" if flag == "--methods" else ""))
-    if args.repeats < 0 or args.n_prompts < 1 or args.max_new_tokens < 1:
+    if args.repeats < 0 or (args.n_prompts is not None and args.n_prompts < 1) or args.max_new_tokens < 1:
         ap.error("--repeats must be >= 0, --n-prompts and --max-new-tokens >= 1")
 
 
@@ -82,7 +93,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"])
-    ap.add_argument("--n-prompts", type=int, default=10, help="the first N prompts of each --benchmarks entry")
+    ap.add_argument("--n-prompts", type=int, default=None,
+                    help=f"the first N prompts of each --benchmarks entry (default {DEFAULT_N_PROMPTS}), or of the "
+                         "--prompts file (default: all)")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats; 0 runs only the profiled pass")
     ap.add_argument("--methods", nargs="*", default=None,
@@ -105,7 +118,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                          "same one (experiments/concurrency.py)")
     ap.add_argument("--prompts", default=None, help="a JSONL file of your own prompts ({\"prompt\": ..., \"id\": ...} "
                     "per line) instead of --benchmarks")
-    ap.add_argument("--json", default=None, help="also write every printed row to this file, machine-readable")
+    ap.add_argument("--json", default=None, help="also write the run to this file, machine-readable: what it ran on "
+                    "and everything printed (written when the run ends; an earlier file there is removed at its start)")
     ap.add_argument("--figure", default=None, help="with --concurrency and --json: also plot speedup against "
                     "concurrency (one line per method, batched AR = 1) to this image file")
     args = ap.parse_args(argv)
@@ -130,33 +144,43 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    args = parse(given)
     sampling = args.sampling
 
     specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
     try:
+        if args.json:  # before anything is measured: OUT can be written, and no earlier file stands in for this run
+            bench_json.claim({"--json": args.json, "--figure": args.figure})
         sys.path.extend(args.search_path)  # a user's drafter file may sit beside its YAML
         extra = [f"model.path={args.model_path}"] if args.model_path else []
         build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None)  # checked early
         cfg = model_config(args.model, args.model_path)
         model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
+        identity = identify_model(cfg)
         backends = args.backends or list(dict.fromkeys(["eager", default_backend(device, dtype)]))
         for b in backends:
             check_backend(b, device, dtype)
         if args.prompts:
             from goose.benchmark_loaders import prompts_file
 
-            prompts = [("prompts", tok(p.text).input_ids) for p in prompts_file(args.prompts)]
+            prompts = [("prompts", tok(p.text).input_ids) for p in prompts_file(args.prompts)[: args.n_prompts]]
+            source = args.prompts
         else:
-            prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[: args.n_prompts]]
+            n = args.n_prompts or DEFAULT_N_PROMPTS
+            prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[:n]]
+            source = ", ".join(args.benchmarks)
         if args.concurrency:
-            return run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling)
+            backend = (args.backends or [default_backend(device, dtype)])[0]
+            info = bench_json.ran_on(args, identity, device, dtype, [backend], len(prompts), source, given)
+            return run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling, identity,
+                                   backend, info)
+        info = bench_json.ran_on(args, identity, device, dtype, backends, len(prompts), source, given)
         models = {b: model if b == "eager" else apply_backend(copy.deepcopy(model), b) for b in backends}
         if "eager" not in models:  # HF greedy on the eager model stays the outside reference
             models["eager"] = model
         engines = {b: Engine(m) for b, m in models.items()}
-        identity = identify_model(cfg)
-        print_cost_curves(engines)
+        costs = print_cost_curves(engines)
         ours = {b: arm(build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None),
                        lambda e=engines[b]: cost_curve(e, identity, device, dtype), tok, cfg.name) for b in backends}
     except GooseError as e:
@@ -175,13 +199,13 @@ def main(argv: list[str] | None = None) -> None:
             t = time.perf_counter()
             out = hf_greedy(hf_model, ids, N, stops, sampling, **extra)
             sync()
-            return out, time.perf_counter() - t, 0
+            return out, time.perf_counter() - t, 0, (None, None)  # no first token's time: no latency
         return run
 
     def mine(engine, drafter):
         def run(ids):
             g = generate(engine, ids, drafter, N, stops, sampling)
-            return g.tokens, g.wall_s, g.steps
+            return g.tokens, g.wall_s, g.steps, bench_json.latency_ms(g)
         return run
 
     def label(name: str, backend: str) -> str:
@@ -209,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     for fn in runners.values():  # warm-up
         fn(prompts[0][1][:64])
     print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads): "
-          f"{len(prompts)} prompts ({', '.join(args.benchmarks)}) x {N} new tokens, {args.repeats} repeat(s), "
+          f"{len(prompts)} prompts ({source}) x {N} new tokens, {args.repeats} repeat(s), "
           + (f"sampling {sampling.label()} (hf-* run greedy on the same perturbed logits)" if not sampling.greedy
              else "greedy"), flush=True)
 
@@ -217,9 +241,12 @@ def main(argv: list[str] | None = None) -> None:
     # tok[rep][method][bench] and sec[...]; steps/lossless from the first repeat
     tok_ = [{m: dict.fromkeys(benches, 0) for m in names} for _ in range(args.repeats)]
     sec = [{m: dict.fromkeys(benches, 0.0) for m in names} for _ in range(args.repeats)]
+    ttft = {m: [] for m in names}  # ms, per request of every repeat
+    tpot = {m: [] for m in names}
     steps = {m: 0 for m in names}
     lossless = {m: 0 for m in names}
     same_as_eager = dict.fromkeys(backends, 0)  # prompts where AR on a backend gives eager AR's tokens
+    repeat_s = []
     for rep in range(args.repeats):
         fresh_memory()
         t0 = time.perf_counter()
@@ -229,9 +256,11 @@ def main(argv: list[str] | None = None) -> None:
             k = (i + rep) % len(names)
             outs = {}
             for m in names[k:] + names[:k]:
-                out, s, n = runners[m](ids)
+                out, s, n, (first_ms, per_token_ms) = runners[m](ids)
                 tok_[rep][m][bench] += len(out)
                 sec[rep][m][bench] += s
+                ttft[m] += [first_ms] if first_ms is not None else []
+                tpot[m] += [per_token_ms] if per_token_ms is not None else []
                 outs[m] = out
                 if rep == 0:
                     steps[m] += n
@@ -241,7 +270,8 @@ def main(argv: list[str] | None = None) -> None:
                 for b in backends:
                     if b != "eager":
                         same_as_eager[b] += int(outs[label("ar", b)] == outs["ar"]) if "ar" in outs else 0
-        print(f"  repeat {rep + 1} done in {time.perf_counter() - t0:.0f} s", flush=True)
+        repeat_s.append(time.perf_counter() - t0)
+        print(f"  repeat {rep + 1} done in {repeat_s[-1]:.0f} s", flush=True)
 
     def tps(rep, m, bench=None):
         bs = benches if bench is None else [bench]
@@ -250,11 +280,14 @@ def main(argv: list[str] | None = None) -> None:
     def med_spread(vals):
         return statistics.median(vals), min(vals), max(vals)
 
+    def ms(x):
+        return "-" if x is None else f"{x:.1f}"
+
     table = []
     if args.repeats:
-        print("\n| method | tokens/s (median, min-max) | tau | x our AR | x HF greedy | x HF prompt lookup | "
-              + " | ".join(f"x AR {b}" for b in benches) + " | lossless |")
-        print("|---|---|---|---|---|---|" + "---|" * len(benches) + "---|")
+        print("\n| method | tokens/s (median, min-max) | tau | TTFT / TPOT p50 (ms) | x our AR | x HF greedy | "
+              "x HF prompt lookup | " + " | ".join(f"x AR {b}" for b in benches) + " | lossless |")
+        print("|---|---|---|---|---|---|---|" + "---|" * len(benches) + "---|")
         for m in names:
             t, lo, hi = med_spread([tps(r, m) for r in range(args.repeats)])
             own = backend_of_row[m]
@@ -269,21 +302,19 @@ def main(argv: list[str] | None = None) -> None:
             total_tok = sum(tok_[0][m].values())
             tau = f"{total_tok / steps[m]:.2f}" if steps[m] else "-"
             ll = "ref" if m == label("hf-greedy", own) else f"{lossless[m]}/{len(prompts)}"
-            cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau] + [f"{ratio[b]:.2f}" if b in ratio else "-" for b in
-                                                             ("ar", "hf-greedy", "hf-prompt-lookup")]
+            lat = {"ttft_p50_ms": bench_json.percentile(ttft[m], 0.5),
+                   "ttft_p95_ms": bench_json.percentile(ttft[m], 0.95),
+                   "tpot_p50_ms": bench_json.percentile(tpot[m], 0.5),
+                   "tpot_p95_ms": bench_json.percentile(tpot[m], 0.95)}
+            cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau, f"{ms(lat['ttft_p50_ms'])} / {ms(lat['tpot_p50_ms'])}"]
+            cells += [f"{ratio[b]:.2f}" if b in ratio else "-" for b in ("ar", "hf-greedy", "hf-prompt-lookup")]
             print(f"| {m} | " + " | ".join(cells + ["-" if x is None else f"{x:.2f}" for x in per_b] + [ll]) + " |")
             table.append({"method": m, "backend": own, "tokens_per_s": t, "tokens_per_s_min": lo,
-                          "tokens_per_s_max": hi,
-                          "tau": total_tok / steps[m] if steps[m] else None,
+                          "tokens_per_s_max": hi, "tokens_per_s_per_repeat": [tps(r, m) for r in range(args.repeats)],
+                          "tau": total_tok / steps[m] if steps[m] else None, **lat,
                           **{f"x_{b}": ratio.get(b) for b in ("ar", "hf-greedy", "hf-prompt-lookup")},
-                          **{f"x_ar_{b}": x for b, x in zip(benches, per_b)}, "lossless": ll})
-        if args.json:
-            import json
-
-            with open(args.json, "w") as f:
-                json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": args.model, "prompts": len(prompts),
-                           "max_new_tokens": N, "repeats": args.repeats, "rows": table}, f, indent=1)
-            print(f"wrote {args.json}")
+                          **{f"x_ar_{b}": x for b, x in zip(benches, per_b)}, "lossless": ll,
+                          "lossless_prompts": None if ll == "ref" else lossless[m]})
 
         for b in backends:
             if b != "eager" and "ar" in names:
@@ -294,55 +325,66 @@ def main(argv: list[str] | None = None) -> None:
     print("\nper-step time, profiled pass (ms): forward | engine overhead (mask, top-k, walk, KV) | drafter | "
           "overhead share")
     width = max(map(len, drafters))
+    profiled = {}
+    sample = prompts[:: max(1, len(prompts) // 6)]  # six prompts across the benchmarks
     for m, d in drafters.items():
         engine = engines[backend_of_row[m]]
         engine.profile = True
         fresh_memory()
         fw = ov = dr = 0.0
         n = 0
-        sample = prompts[:: max(1, len(prompts) // 6)]  # six prompts across the benchmarks
         for _, ids in tqdm(sample, desc=f"profiled pass, {m}", unit="prompt", file=sys.stderr, leave=False):
             g = generate(engine, ids, d, N, stops, sampling)
             fw, ov, dr, n = fw + g.forward_s, ov + g.overhead_s, dr + g.draft_s, n + g.steps - 1
         engine.profile = False
+        profiled[m] = {"backend": backend_of_row[m], "prompts": len(sample), "steps": n, "forward_ms": None,
+                       "engine_overhead_ms": None, "drafter_ms": None, "overhead_share": None}
         if n:
             share = (ov + dr) / (fw + ov + dr)
-            ms = [x / n * 1e3 for x in (fw, ov, dr)]
-            print(f"  {m:{width}s} {ms[0]:8.2f} | {ms[1]:6.2f} | {ms[2]:6.2f} | {share * 100:5.1f}%")
+            per = [x / n * 1e3 for x in (fw, ov, dr)]
+            profiled[m].update(forward_ms=per[0], engine_overhead_ms=per[1], drafter_ms=per[2], overhead_share=share)
+            print(f"  {m:{width}s} {per[0]:8.2f} | {per[1]:6.2f} | {per[2]:6.2f} | {share * 100:5.1f}%")
+
+    if args.json:
+        bench_json.write(args.json, {**info, "methods": names, "cost": costs, "rows": table,
+                                     "repeat_s": repeat_s,
+                                     "ar_same_as_eager": {b: same_as_eager[b] for b in backends if b != "eager"},
+                                     "profiled": profiled})
+        print(f"wrote {args.json}")
 
 
-def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling) -> None:
+def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling, identity, backend,
+                    info) -> None:
     """--concurrency: every method at every concurrency against batched AR (experiments/concurrency.py), on one
     backend (the first of --backends, else auto)."""
     from experiments import concurrency
 
-    backend = (args.backends or [default_backend(device, dtype)])[0]
     check_backend(backend, device, dtype)
     model = apply_backend(model, backend)
-    identity = identify_model(cfg)
     built = build_drafters([s for s in specs if s != "ar"], args.model, args.search_path, extra,
                            skip_missing=args.methods is None)
     engine = Engine(model)
     print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads), "
-          f"engine.backend={backend}: {len(prompts)} prompts x {args.max_new_tokens} new tokens, concurrency "
-          f"{' '.join(map(str, args.concurrency))}, {args.repeats} repeat(s)", flush=True)
+          f"engine.backend={backend}: {len(prompts)} prompts ({info['prompt_source']}) x {args.max_new_tokens} new "
+          f"tokens, concurrency {' '.join(map(str, args.concurrency))}, {args.repeats} repeat(s)", flush=True)
     fp32 = load_model(cfg, args.device, "float32")[0] if dtype != torch.float32 else None
     concurrency.run(args, model, tok, stop_ids(tok, model), prompts, built,
-                    lambda: cost_curve(engine, identity, device, dtype), identity, device, dtype, sampling, fp32)
+                    lambda: cost_curve(engine, identity, device, dtype), identity, device, dtype, sampling, fp32,
+                    info=info)
 
 
 COST_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def print_cost_curves(engines: dict[str, Engine], context_len: int = 256, repeats: int = 5) -> None:
+def print_cost_curves(engines: dict[str, Engine], context_len: int = 256, repeats: int = 5) -> dict:
     """Each backend's verification cost (median of `repeats` forwards over T nodes after `context_len`
-    tokens), measured back to back, in ms and relative to eager's one-token forward."""
-    secs = {}
+    tokens), measured back to back, in ms and relative to eager's one-token forward; returns what it printed."""
+    secs, spreads = {}, {}
     print(f"measuring the verification cost of {', '.join(engines)} ...", file=sys.stderr, flush=True)
     for b, e in engines.items():
         rounds = e.measure_rounds(list(COST_WIDTHS), context_len=context_len, repeats=repeats)
         secs[b] = [statistics.median(t) for t in rounds]
-        spread = round_spread(rounds)
+        spreads[b] = spread = round_spread(rounds)
         if spread > BUSY_SPREAD:
             print(f"[bench] the machine was busy while {b}'s cost was measured (rounds {spread:.2f}x "
                   "apart): this table may be off; the timed passes below are compared within each pass", flush=True)
@@ -355,6 +397,10 @@ def print_cost_curves(engines: dict[str, Engine], context_len: int = 256, repeat
                  for s in secs.values()]
         print(f"| {T} | " + " | ".join(cells) + " |")
     print(flush=True)
+    return {"context": context_len, "repeats": repeats, "widths": list(COST_WIDTHS),
+            "ms": {b: [x * 1e3 for x in s] for b, s in secs.items()},
+            "x_eager_t1": {b: [x / unit for x in s] for b, s in secs.items()},
+            "round_spread": spreads, "busy": {b: x > BUSY_SPREAD for b, x in spreads.items()}}
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Does speculation still pay when many requests share a forward? `python experiments/bench.py --concurrency 1 4
 16 --methods ar pld goose@auto`: at each concurrency every method decodes all the prompts, that many at a time
 (continuous batching: a finished request's row takes the next prompt), the methods taking turns, `--repeats`
-times. Per method and concurrency: aggregate tokens/s (the batch's tokens over its wall time), time per output
-token of the requests (p50, p95), tau, x batched AR at the same concurrency (the ratio within each repeat, then
+times. Per method and concurrency: aggregate tokens/s (the batch's tokens over its wall time), time to first token
+(TTFT, from admission) and time per output token (TPOT = (last token - first token) / (new tokens - 1), prefill
+excluded, the same at every concurrency; experiments/bench_json.py) of the requests (p50, p95; null where no
+request gave two tokens), tau, x batched AR at the same concurrency (the ratio within each repeat, then
 the median), and every request against unbatched AR: exact, numerics (a near-tie swapped; goose.equality) or
 diverged. At concurrency 1 the batch engine is also compared with the single-request engine (AR alone).
 
@@ -14,12 +16,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
+from experiments import bench_json
 from goose.batch_decode import Request, decode_batch
 from goose.batch_engine import BatchEngine
 from goose.cost_surface import cost_surface
@@ -36,7 +36,8 @@ class Cell:
     concurrency: int
     tokens_per_s: list[float] = field(default_factory=list)  # per repeat
     x_ar: list[float] = field(default_factory=list)  # per repeat: tokens/s over batched AR's in the same repeat
-    tpot_ms: list[float] = field(default_factory=list)  # per request of every repeat
+    tpot_ms: list[float] = field(default_factory=list)  # per request (of two tokens or more) of every repeat
+    ttft_ms: list[float] = field(default_factory=list)  # per request of every repeat
     tokens: int = 0  # first repeat
     steps: int = 0
     exact: int = 0
@@ -47,27 +48,25 @@ class Cell:
     widths: list[int] = field(default_factory=list)
 
     def summary(self) -> dict:
-        tp = sorted(self.tpot_ms)
-        pct = (lambda q: tp[min(len(tp) - 1, int(q * len(tp)))] if tp else float("nan"))  # noqa: E731
+        pct = bench_json.percentile
         return {"method": self.method, "concurrency": self.concurrency,
                 "tokens_per_s": statistics.median(self.tokens_per_s), "tokens_per_s_min": min(self.tokens_per_s),
                 "tokens_per_s_max": max(self.tokens_per_s), "x_ar": statistics.median(self.x_ar),
                 "x_ar_per_repeat": list(self.x_ar),
-                "tpot_p50_ms": pct(0.5), "tpot_p95_ms": pct(0.95), "tau": self.tokens / self.steps,
+                "tpot_p50_ms": pct(self.tpot_ms, 0.5), "tpot_p95_ms": pct(self.tpot_ms, 0.95),
+                "ttft_p50_ms": pct(self.ttft_ms, 0.5), "ttft_p95_ms": pct(self.ttft_ms, 0.95),
+                "tau": self.tokens / self.steps,
                 "mean_width": statistics.fmean(self.widths) if self.widths else 1.0,
                 "exact": self.exact, "numerics": self.numerics, "diverged": self.diverged,
                 "margins": self.margins}
 
 
-def _tpot(g) -> float | None:
-    return (g.done_s - g.first_token_s) / (len(g.tokens) - 1) * 1e3 if len(g.tokens) > 1 else None
-
-
 def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, device, dtype, sampling,
-        fp32_model=None) -> list[dict]:
+        fp32_model=None, info: dict | None = None) -> list[dict]:
     """Every method of `built` ({label: (drafter, budget)}) at every --concurrency; prints the tables, returns
     one summary per cell (and --json writes them). `fp32_model`: the same model loaded in float32, when `model`
-    is in half precision (AR in each dtype are compared too)."""
+    is in half precision (AR in each dtype are compared too). `info`: what the run ran on
+    (bench_json.ran_on), the head of the --json file."""
     from goose.engine import Engine
     from goose.methods import prepare_drafter
 
@@ -108,7 +107,9 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
                 gens, wall = decode_batch(engine, reqs, stops, sampling, surface if c > 1 else None)
                 walls[name] = (sum(len(g.tokens) for g in gens), wall)
                 cell = cells.setdefault((name, c), Cell(name, c))
-                cell.tpot_ms += [x for x in map(_tpot, gens) if x is not None]
+                for ttft, tpot in map(bench_json.latency_ms, gens):
+                    cell.ttft_ms += [ttft] if ttft is not None else []
+                    cell.tpot_ms += [tpot] if tpot is not None else []
                 if rep == 0:
                     for g, ref in zip(gens, refs):
                         v = classify(g, ref, dtype)
@@ -134,13 +135,15 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
     out = [cell.summary() for cell in cells.values()]
     report(out, levels, names, len(prompts), ar_alone)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": args.model, "prompts": len(prompts),
-                       "max_new_tokens": N, "repeats": args.repeats, "dtype": str(dtype).replace("torch.", ""),
-                       "device": str(device), "threads": torch.get_num_threads(),
-                       "backend": getattr(model, "goose_backend", "eager"),
-                       "ar_alone_single_engine_tokens_per_s": ar_alone, "cells": out, "ar_against_float32": half},
-                      f, indent=1)
+        alone = [bench_json.latency_ms(r) for r in refs]
+        head = info or bench_json.ran_on(args, identity, device, dtype, [], len(prompts), None)
+        bench_json.write(args.json, {
+            **head, "max_new_tokens": N, "repeats": args.repeats, "concurrency": levels,
+            "backend": getattr(model, "goose_backend", "eager"), "methods": names,
+            "ar_alone_single_engine_tokens_per_s": ar_alone,
+            "ar_alone_single_engine_ttft_p50_ms": bench_json.percentile([a for a, _ in alone], 0.5),
+            "ar_alone_single_engine_tpot_p50_ms": bench_json.percentile([t for _, t in alone], 0.5),
+            "cells": out, "ar_against_float32": half})
         print(f"wrote {args.json}")
         if args.figure:
             from analysis.concurrency import plot_bench
@@ -173,14 +176,19 @@ def half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) -> d
 
 def report(out: list[dict], levels: list[int], names: list[str], n: int, ar_alone: float) -> None:
     by = {(r["method"], r["concurrency"]): r for r in out}
-    print(f"| method | concurrency | tokens/s (median, min-max) | x AR (same concurrency) | TPOT p50 / p95 (ms) | tau "
-          f"| nodes/verify | exact / numerics / diverged (of {n}) |")
-    print("|---|---|---|---|---|---|---|---|")
+
+    def ms(x):
+        return "-" if x is None else f"{x:.0f}"
+
+    print(f"| method | concurrency | tokens/s (median, min-max) | x AR (same concurrency) | TPOT p50 / p95 (ms) "
+          f"| TTFT p50 / p95 (ms) | tau | nodes/verify | exact / numerics / diverged (of {n}) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for c in levels:
         for m in names:
             r = by[(m, c)]
             print(f"| {m} | {c} | {r['tokens_per_s']:.1f} ({r['tokens_per_s_min']:.1f}-{r['tokens_per_s_max']:.1f}) | "
-                  f"{r['x_ar']:.2f} | {r['tpot_p50_ms']:.0f} / {r['tpot_p95_ms']:.0f} | {r['tau']:.2f} | "
+                  f"{r['x_ar']:.2f} | {ms(r['tpot_p50_ms'])} / {ms(r['tpot_p95_ms'])} | {ms(r['ttft_p50_ms'])} / "
+                  f"{ms(r['ttft_p95_ms'])} | {r['tau']:.2f} | "
                   f"{r['mean_width']:.1f} | {r['exact']} / {r['numerics']} / {r['diverged']} |")
     print("\nx batched AR at the same concurrency (AR = 1):")
     print("| method | " + " | ".join(f"c={c}" for c in levels) + " |\n|---|" + "---|" * len(levels))

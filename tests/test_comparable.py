@@ -86,3 +86,18 @@ def test_concurrency_table_compares_every_concurrency_on_common_prompts(tmp_path
     make("concurrency", df, tmp_path / "out")
     t = pd.read_csv(tmp_path / "out" / "concurrency.csv")
     assert set(t.prompts) == {1}
+
+
+def test_rows_an_artifact_does_not_read_are_named_and_a_refusal_says_what_is_there(tmp_path, capsys):
+    root = tmp_path / "r"
+    put(root, "goose", "gsm8k", {"0": 30}, c=4)
+    df = load_rows(root)
+    df["concurrency"] = 4
+    with pytest.raises(SystemExit, match="no greedy rows at concurrency 1 .the rows here are at "
+                       "concurrency 4"):
+        make("all_methods", df, tmp_path / "out")
+    put(root, "goose", "gsm8k", {"0": 30})
+    df = load_rows(root)
+    df.loc[df.config_hash.str.endswith("c4"), "concurrency"] = 4
+    make("all_methods", df, tmp_path / "out")
+    assert "left out 1 row(s) at concurrency 4 (the concurrency artifact reads them" in capsys.readouterr().out
