@@ -64,6 +64,7 @@ from goose.drafter import Drafter
 from goose.engine import Draft, Engine, Verification, walk
 from goose.errors import GooseError
 from goose.methods import arm, build_drafters, method_names, parse_spec
+from goose.metrics import SPLIT_N, copy_split
 from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids
 from goose.tree import TreeNodes
 
@@ -181,27 +182,6 @@ def harvest_accepted_only(drafter: Drafter) -> None:
     harvester.harvest = harvest
 
 
-SPLIT_N = 4  # a drafted token repeats earlier text when it ends an n-gram of this size found there
-
-
-def copy_split(prompt: list[int], out: list[int], drafted: list[bool]) -> list[int]:
-    """Of the accepted drafted tokens of `out`: [how many end a SPLIT_N-gram that the answer itself already
-    contained before (the model repeating its own output), how many one the prompt contains (and the answer
-    did not), the rest]. Small models' greedy text loops over long answers; this says how much of a
-    method's gain is that loop."""
-    n = SPLIT_N
-    seq = prompt + out
-    in_prompt = {tuple(prompt[i : i + n]) for i in range(len(prompt) - n + 1)}
-    in_answer: set[tuple] = set()
-    split = [0, 0, 0]
-    for j, is_drafted in enumerate(drafted):
-        at = len(prompt) + j  # seq[at] == out[j]
-        gram = tuple(seq[at - n + 1 : at + 1]) if at >= n - 1 else None
-        if is_drafted:
-            split[0 if gram in in_answer else 1 if gram in in_prompt else 2] += 1
-        if gram is not None and at - n + 1 >= len(prompt):
-            in_answer.add(gram)  # wholly inside the answer
-    return split
 
 
 def replay(drafter: Drafter, cases: list, cost: CostCurve, clairvoyant: bool = False,

@@ -15,6 +15,7 @@ from goose.budget import AutoBudget, CostCurve
 from goose.decode import generate
 from goose.drafter import Drafter
 from goose.engine import Engine
+from goose.metrics import copy_split
 from goose.spine_tree import SPINE, GooseDrafter
 from goose.tree import TreeNodes
 
@@ -71,13 +72,13 @@ def test_modelled_speed_divides_ar_by_the_verifications(bounds):
     assert detail == "b 2.75 / 3.33x" and split == "27 / 14 / 5"  # of the 22 tokens
 
 
-def test_copy_split_tells_a_repeat_of_the_answer_from_the_prompt(bounds):
+def test_copy_split_tells_a_repeat_of_the_answer_from_the_prompt():
     prompt = [1, 2, 3, 4, 5, 6]
     out = [9, 1, 2, 3, 4, 7, 8, 9, 1, 2, 3, 4]  # copies the prompt, then repeats its own earlier text
     drafted = [False, False, True, True, True, False, False, False, False, True, True, True]
     # drafted 2 (6,9,1,2) and 3 (9,1,2,3): new text; 4 (1,2,3,4): the prompt's; then 2 (8,9,1,2): new; 3 and 4
     # end 4-grams the answer already holds (9,1,2,3 and 1,2,3,4): its own repeat, though the prompt has one too
-    assert bounds.copy_split(prompt, out, drafted) == [2, 1, 3]
+    assert copy_split(prompt, out, drafted) == [2, 1, 3]
 
 
 @pytest.mark.parametrize("curve", [CURVE, CostCurve([1, 2, 4, 8, 32], [1.0, 1.2, 0.9, 1.1, 2.0])])

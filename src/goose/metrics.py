@@ -23,6 +23,29 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+SPLIT_N = 4  # a drafted token repeats earlier text when it ends an n-gram of this size found there
+
+
+def copy_split(prompt: list[int], out: list[int], drafted: list[bool]) -> list[int]:
+    """Of the accepted drafted tokens of `out`: [how many end a SPLIT_N-gram that the answer itself already
+    contained before (the model repeating its own output), how many one the prompt contains (and the answer
+    did not), the rest]. Small models' greedy text loops over long answers; this says how much of a
+    method's gain is that loop."""
+    n = SPLIT_N
+    seq = prompt + out
+    in_prompt = {tuple(prompt[i : i + n]) for i in range(len(prompt) - n + 1)}
+    in_answer: set[tuple] = set()
+    split = [0, 0, 0]
+    for j, is_drafted in enumerate(drafted):
+        at = len(prompt) + j  # seq[at] == out[j]
+        gram = tuple(seq[at - n + 1 : at + 1]) if at >= n - 1 else None
+        if is_drafted:
+            split[0 if gram in in_answer else 1 if gram in in_prompt else 2] += 1
+        if gram is not None and at - n + 1 >= len(prompt):
+            in_answer.add(gram)  # wholly inside the answer
+    return split
+
+
 def _true(v) -> bool:
     return v is True or str(v).lower() == "true"
 

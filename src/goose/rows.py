@@ -73,6 +73,9 @@ COLUMNS: tuple[Column, ...] = (
        "request's share of it by tokens, so pooled speedups are the passes' throughput ratios"),
     _c("pass_tokens", "int", "the tokens that batch generated"),
     _c("ar_pass_wall_s", "float", "batched AR's wall time over the same requests at the same concurrency"),
+    _c("copied_answer", "int", "drafted tokens accepted that end a 4-gram the answer already held before them (the "
+       "model repeating its own output: what flatters copying methods on long answers)"),
+    _c("copied_prompt", "int", "... that end a 4-gram of the prompt the answer did not hold (copied from the prompt)"),
     _c("mean_width", "float", "nodes per verification, the root included"),
     _c("max_width", "int", "the widest verification"),
     _c("config_hash", "text", "the configuration's key: every setting that changes a row, and what it points at"),
@@ -130,9 +133,10 @@ def _round(v, digits: int):
 def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict:
     """One turn's row (see the module docstring for its parts): `turn` is a goose.inputs.Turn, `m` the
     goose.timing.Measured of its generation, `room` its new-token limit."""
+    from goose.decode import BONUS
     from goose.drafter import memory_default
     from goose.equality import EXACT, classify
-    from goose.metrics import speedup_stale
+    from goose.metrics import copy_split, speedup_stale
 
     gen, ar, ref = m.gen, m.ar_timing, m.reference or {}
     verdict = classify(gen, ref, spec.torch_dtype)
@@ -166,6 +170,7 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict
         "ar_tokens_per_s": _round(ar["tokens_per_s"], 4) if ar else "",
         **{k: _round(getattr(gen, k, ""), 6) for k in ("admitted_s", "first_token_s", "done_s")},
         **{k: m.batch.get(k, "") if m.batch else "" for k in ("pass_wall_s", "pass_tokens", "ar_pass_wall_s")},
+        **dict(zip(("copied_answer", "copied_prompt"), copy_split(ids, gen.tokens, [o != BONUS for o in gen.origins]))),
         "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
         "max_width": max(gen.widths, default=1),
         "config_hash": ident.config_hash,
