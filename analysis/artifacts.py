@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.claims import scorecard
 from analysis.comparable import common_prompts
 from analysis.concurrency import concurrency_table, plot_concurrency
 from analysis.figures import plot_budget_sweep, plot_figure1, plot_figure4, plot_spine_continuation
 from analysis.load import load_rows, one_configuration_per_cell, paper_settings
 from analysis.pooling import by
 from analysis.sampling import plot_sampling, sampling, sampling_outputs
+from analysis.scorecard import write as write_scorecard
 from analysis.spec_bench import plot_spec_bench, spec_bench_table
 from analysis.synergy import plot_synergy, source_gap, synergy, synergy_published
 from analysis.tables import all_methods, suffix, table1, table2
@@ -38,6 +40,7 @@ class Artifact:
     budgets: "one" = the runs at --budget and those of methods no budget changes; "every" = all budgets.
     variants: several configurations of one method in a cell are kept apart (a column) instead of refused.
     concurrency: "one" = rows decoded one request at a time (concurrency 1), "every" = every concurrency.
+    pairs: which prompts a comparison is over (analysis.comparable): "all" or "each" (see the field).
     """
 
     title: str
@@ -49,6 +52,9 @@ class Artifact:
     budgets: str = "one"
     variants: bool = False
     concurrency: str = "one"  # "one": requests decoded one at a time (the paper's batch 1); "every"
+    pairs: str = "all"  # "all": every configuration of a model x benchmark on the prompts all of them have;
+    # "each": the artifact compares few configurations at a time, each comparison on the prompts its own have
+    write: Callable[[pd.DataFrame, Path, str], list[Path]] | None = None  # writes its own files from its rows
 
 
 TABLE_ARTIFACTS = {
@@ -98,7 +104,11 @@ FIGURE_ARTIFACTS = {
     "spec_bench_figure": Artifact("Spec-Bench per category", plot_spec_bench, figure=True, trials=True,
                                   settings="every", budgets="every", variants=True),
 }
-REGISTRY = {**TABLE_ARTIFACTS, **FIGURE_ARTIFACTS}
+SCORECARDS = {
+    "claims": Artifact("Which of the paper's claims replicate", scorecard, budgets="every", variants=True,
+                       pairs="each", write=write_scorecard),
+}
+REGISTRY = {**TABLE_ARTIFACTS, **FIGURE_ARTIFACTS, **SCORECARDS}
 ARTIFACTS = list(REGISTRY)
 
 
@@ -138,7 +148,7 @@ def rows_for(name: str, df: pd.DataFrame, budget: int = 60) -> pd.DataFrame:
         raise SystemExit(f"{name}: no greedy rows at concurrency 1{at_budget}{_found(df)}; run its experiment first")
     if not a.variants:
         one_configuration_per_cell(kept, name)
-    return common_prompts(kept, name)
+    return common_prompts(kept, name) if a.pairs == "all" else kept
 
 
 def _values(s: pd.Series) -> str:
@@ -161,6 +171,8 @@ def make(name: str, df: pd.DataFrame, out: Path, budget: int = 60) -> list[Path]
     a = REGISTRY[name]
     try:
         rows = rows_for(name, df, budget)
+        if a.write is not None:
+            return a.write(rows, out, name)
         made = a.make(rows)
     except SystemExit as e:  # one line saying which rows it needs, named for this artifact
         msg = str(e.code)

@@ -1,4 +1,4 @@
-"""Numbers the paper reports (arXiv 2604.02047), shown beside ours. See ../shared/docs/goose-method.md."""
+"""Numbers the paper reports (arXiv 2604.02047), shown beside ours (docs/method.md describes the method)."""
 
 # Figure 1: median acceptance of context-matched (spine) vs adjacency (branch) tokens.
 FIGURE1_MEDIANS = (0.21, 0.033)
@@ -54,3 +54,12 @@ GAP_PAIRS = {  # (label, (method, source), (method, source)): context-matched fi
     "standalone spine-only vs branches-only (equal budget)": (("spine-only", "spine"), ("branches-only", "branch")),
     "GOOSE's own spine vs branch nodes": ((GOOSE, "spine"), (GOOSE, "branch")),
 }
+
+# --- the claims scorecard (analysis/claims.py): what each claim compares and the paper's number --------------
+CLAIMS_BUDGET = "60"  # the paper's B: every tau claim compares configurations at this budget
+PEERS = ("pld", "tr", "lookahead", "rest")  # claim 5: GOOSE ahead of each in every cell
+ISOTROPIC = TABLE1[1]
+GAP_PAIR = ("pld", "tr")  # claim 1: context-matched (PLD) vs adjacency (TR) acceptance per drafted token
+SOURCE_GAP_MEDIAN = 6  # the paper's median ratio (range SOURCE_GAP_RATIO)
+ISO_GAIN_PCT = (12, 33)  # claim 3: GOOSE's tau over a balanced tree at equal budget
+ABLATION_RANGE_PCT = (-5.1, -2.9)  # claim 7: what each switch costs GOOSE's tau (Table 2, Qwen3-8B)

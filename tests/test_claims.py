@@ -1,0 +1,152 @@
+"""The claims scorecard on fixture rows: each claim's statistic against hand-computed numbers, the verdict
+logic (holds, contradicted, inconclusive where the interval straddles the threshold), paired against unpaired
+intervals, and an artifact that is the same bytes when written twice."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.artifacts import make
+from analysis.claims import (
+    CLAIMS,
+    CONTRADICTED,
+    HOLDS,
+    INCONCLUSIVE,
+    interval,
+    ratio,
+    scorecard,
+    tau,
+    verdict,
+)
+from analysis.load import load_rows
+from analysis.scorecard import summary_block
+from goose.results import ResultsFile
+
+CLAIM = {c.number: c for c in CLAIMS}
+BUDGET = {"pld": "fixed", "tr": "fixed", "lookahead": "fixed", "rest": "fixed"}
+
+
+def put(root, method, steps, bench="humaneval", new=120, model="m", budget=None, **per_row):
+    """One configuration's rows: prompt i gets `new` tokens in steps[i] forwards (tau = new / steps[i])."""
+    budget = budget or BUDGET.get(method, "60")
+    f = ResultsFile(root / model / bench / method / f"B{budget}" / "results.csv")
+    for i, n in enumerate(steps):
+        extra = {k: (v[i] if isinstance(v, list) else v) for k, v in per_row.items()}
+        f.append({"model": model, "benchmark": bench, "method": method, "budget": budget, "prompt_id": str(i),
+                  "new_tokens": new, "steps": n, "tau": new / n, "wall_s": 1.0, "tokens_per_s": new,
+                  "lossless": True, "config_hash": f"{model}-{bench}-{method}-{budget}", "speedup_source": "none",
+                  "timed_at": "2026-12-03T10:00:00+0000", "device_name": "cpu", "threads": 1, "dtype": "float32",
+                  "model_fingerprint": "abcdef0123", **extra})
+
+
+def card(root) -> pd.DataFrame:
+    from analysis.artifacts import rows_for
+
+    return scorecard(rows_for("claims", load_rows(root))).set_index(["claim", "comparison"])
+
+
+def test_tau_claims_are_pooled_tau_ratios_over_the_prompts_both_ran(tmp_path):
+    root = tmp_path / "r"
+    put(root, "goose", [30, 40, 20, 24])  # 480 tokens / 114 forwards
+    put(root, "iso3", [40, 48, 30, 36])  # 480 / 154
+    put(root, "spine-only", [60, 60, 60])  # one prompt short: compared on prompts 0-2 only
+    put(root, "branches-only", [50, 50, 50, 50])
+    put(root, "goose-no-bigram", [33, 44, 22, 26])
+    c = card(root)
+    assert c.loc[(3, "goose vs iso3"), "effect"] == pytest.approx((154 / 114 - 1) * 100)
+    assert c.loc[(3, "goose vs iso3"), "n"] == 4
+    assert c.loc[(2, "goose vs spine-only"), "effect"] == pytest.approx((180 / 90 - 1) * 100)  # prompts 0-2
+    assert c.loc[(2, "goose vs spine-only"), "n"] == 3
+    best = c.loc[(6, "goose vs best of spine-only / branches-only")]  # branches-only is the better source
+    assert best.effect == pytest.approx((150 / 90 - 1) * 100) and best.n == 3  # prompts 0-2: 360 / 90 vs 360 / 150
+    assert c.loc[(7, "goose-no-bigram vs goose"), "effect"] == pytest.approx((114 / 125 - 1) * 100)
+    assert c.loc[(7, "goose-no-bigram vs goose"), "verdict"] == HOLDS  # every prompt lost tau: interval below 0
+
+
+def test_source_gap_and_speedup_by_hand(tmp_path):
+    root = tmp_path / "r"
+    put(root, "pld", [40, 40, 40], accepted=[30, 20, 10], drafted=[100, 100, 100])  # 60 / 300 = 0.2
+    put(root, "tr", [40, 40, 40], accepted=[10, 10, 10], drafted=[500, 500, 500])  # 30 / 1500 = 0.02
+    put(root, "goose", [30, 30, 30], wall_s=[1.0, 2.0, 1.0], ar_wall_s=[3.0, 5.0, 4.0], speedup=[3.0, 2.5, 4.0],
+        speedup_source="interleaved", host="h", ar_host="h", ar_threads=1, torch="t", ar_torch="t", backend="b",
+        ar_backend="b", ar_device_name="cpu", mean_width=[10.0, 10.0, 10.0])
+    c = card(root)
+    assert c.loc[(1, "pld / tr"), "effect"] == pytest.approx(10.0)
+    s = c.loc[(4, "goose B=60")]
+    assert s.effect == pytest.approx(12 / 4) and s.tau == pytest.approx(4.0)
+    assert s["AR ms/token"] == pytest.approx(1e3 * 12 / 360) and s["GOOSE ms/forward"] == pytest.approx(1e3 * 4 / 90)
+
+
+@pytest.mark.parametrize("claim, low, high, expected", [
+    (3, 13.0, 20.0, HOLDS), (3, 12.0, 20.0, HOLDS), (3, 5.0, 20.0, INCONCLUSIVE), (3, 1.0, 11.9, CONTRADICTED),
+    (5, 0.0, 3.0, INCONCLUSIVE), (5, 0.1, 3.0, HOLDS), (5, -2.0, 0.0, CONTRADICTED),  # strict: 0 is not ahead
+    (7, -5.0, -1.0, HOLDS), (7, -5.0, 0.0, INCONCLUSIVE), (7, 0.0, 0.0, CONTRADICTED), (7, 1.0, 2.0, CONTRADICTED),
+    (1, 2.5, 9.0, HOLDS), (1, 1.5, 3.0, INCONCLUSIVE), (1, 1.1, 1.9, CONTRADICTED),
+    (3, float("nan"), float("nan"), INCONCLUSIVE),
+])
+def test_verdicts_read_the_interval_against_the_papers_threshold(claim, low, high, expected):
+    assert verdict(CLAIM[claim], low, high) == expected
+
+
+def test_an_interval_straddling_the_threshold_is_inconclusive(tmp_path):
+    # GOOSE over Iso(3) per prompt: +0%, +30%, +5%, +25%, +10%, +20%: pooled about +15%, the interval wide
+    # enough on six prompts to reach below the paper's +12%
+    root = tmp_path / "r"
+    iso = [60, 60, 60, 60, 60, 60]
+    put(root, "goose", [round(60 / g) for g in (1.0, 1.3, 1.05, 1.25, 1.1, 1.2)])
+    put(root, "iso3", iso)
+    row = card(root).loc[(3, "goose vs iso3")]
+    assert row.low < 12 < row.high and row.verdict == INCONCLUSIVE and row["vs no effect"] == "above"
+
+
+def test_paired_intervals_use_the_pairing_and_unpaired_ones_do_not():
+    # prompts differ a lot (tau 1.5 .. 6), GOOSE is 20% ahead on every one of them: pairing removes the prompt
+    # spread and leaves a narrow interval around +20%; resampling each side's prompts on its own does not
+    rng = np.random.default_rng(1)
+    base = np.array([80.0, 20.0, 60.0, 35.0, 50.0, 25.0, 70.0, 30.0, 45.0, 55.0])
+    a = {"new_tokens": np.full(10, 120.0), "steps": base / 1.2 * (1 + 0.01 * rng.standard_normal(10))}
+    b = {"new_tokens": np.full(10, 120.0), "steps": base}
+    est, lo_p, hi_p = interval(ratio(tau), [a, b], paired=True)
+    _, lo_u, hi_u = interval(ratio(tau), [a, b], paired=False)
+    assert est == pytest.approx(1.2, rel=0.02)
+    assert lo_p < est < hi_p and hi_p - lo_p < 0.05
+    assert lo_u < lo_p and hi_u > hi_p and (hi_u - lo_u) > 10 * (hi_p - lo_p)
+    assert interval(ratio(tau), [a, b], paired=True) == (est, lo_p, hi_p)  # seeded: the same every time
+
+
+def test_one_prompt_gives_no_interval():
+    one = {"new_tokens": np.array([100.0]), "steps": np.array([25.0])}
+    est, lo, hi = interval(ratio(tau), [one, one], paired=True)
+    assert est == 1.0 and np.isnan(lo) and np.isnan(hi)
+
+
+def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
+    root = tmp_path / "r"
+    for bench in ("humaneval", "gsm8k"):
+        put(root, "goose", [30, 40, 20], bench=bench, copied_answer=[10, 5, 0], copied_prompt=[2, 2, 2])
+        put(root, "pld", [60, 50, 40], bench=bench, accepted=[20, 20, 20], drafted=[50, 60, 70])
+        put(root, "tr", [70, 60, 55], bench=bench, accepted=[9, 9, 9], drafted=[400, 400, 400])
+    df = load_rows(root)
+    first = [p.read_bytes() for p in make("claims", df, tmp_path / "a")]
+    again = [p.read_bytes() for p in make("claims", df, tmp_path / "b")]
+    assert first == again and len(first) == 3
+    text = first[0].decode()
+    assert "Measured: 2026-12-03 on: cpu (1 threads), float32" in text[:600]
+    assert "| goose vs pld |" in text
+    assert "4 / 2" in text  # GOOSE's copy split: 15 of 360 tokens repeat its answer, 6 the prompt (%)
+    block = summary_block(text)
+    assert "| 5. ahead of peers     | > 0% in every cell | 4 / 0 / 0 |" in block
+    assert "| 3. vs balanced trees  | +12..+33%          | not run   |" in block
+
+
+def test_the_paper_plan_counts_runs_prompts_and_tokens(capsys):
+    from experiments import claims_plan
+
+    claims_plan.main(["--profile", "paper"])
+    out = capsys.readouterr().out
+    # 5 models x 5 benchmarks x 15 methods, plus GOOSE at two budgets timed: 425 runs
+    assert "425 runs" in out and "| vicuna-33b |" in out and "164/500/100/1319/80" in out
+    jobs = claims_plan.plan("paper", None, 2039.0, 0.6)
+    per_model = sum(r["tokens"] for r in jobs if r["model"] == "vicuna-7b")
+    assert per_model == 17 * (164 * 512 + 500 * 512 + 100 * 512 + 1319 * 1024 + 80 * 1024)
+    assert {r["gpu_h"] > 0 for r in jobs} == {True}
