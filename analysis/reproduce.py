@@ -29,6 +29,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     "disabled"), help="also log every table and figure written to one W&B run of the analysis "
                     "(offline needs no network: `wandb sync <out>/wandb/offline-run-*` uploads it later)")
     ap.add_argument("--wandb-project", default="goose")
+    ap.add_argument("--readme", default=None, help="claims: also put the scorecard's summary table into this file "
+                    "(between its <!-- summary --> markers; make reproduce-claims PROFILE=local: README.md)")
     args = ap.parse_args(argv)
     if "equality" in args.artifacts and (args.artifacts != ["equality"] or not (args.a and args.b)):
         ap.error("equality compares two run folders: equality --a DIR --b DIR (and nothing else)")
@@ -65,6 +67,11 @@ def main(argv: list[str] | None = None) -> None:
         md = out / f"{name}.md"
         if md.exists():
             print(md.read_text())
+    if args.readme and "claims" in names:
+        from analysis.scorecard import sync_readme
+
+        changed = sync_readme(Path(args.readme), out / "claims.md")
+        print(f"{args.readme}: the claims summary {'updated' if changed else 'already agrees'}")
     tracker.finish({}, [])
     if args.wandb != "disabled":
         print(f"logged to W&B ({args.wandb}) under {out / 'wandb'}")

@@ -120,3 +120,15 @@ def write(df: pd.DataFrame, out: Path, name: str = "claims") -> list[Path]:
 def summary_block(text: str) -> str:
     """The summary table of a written claims.md (what the README's table must agree with)."""
     return text.split(SUMMARY_START, 1)[1].split(SUMMARY_END, 1)[0].strip()
+
+
+def sync_readme(readme: Path, claims_md: Path) -> bool:
+    """Put a written scorecard's summary into `readme` between the same markers; whether it changed."""
+    text, block = readme.read_text(), summary_block(claims_md.read_text())
+    if SUMMARY_START not in text:
+        raise SystemExit(f"{readme} has no {SUMMARY_START} ... {SUMMARY_END} block for the claims summary")
+    head, rest = text.split(SUMMARY_START, 1)
+    new = f"{head}{SUMMARY_START}\n{block}\n{SUMMARY_END}{rest.split(SUMMARY_END, 1)[1]}"
+    if new != text:
+        readme.write_text(new)
+    return new != text

@@ -14,6 +14,7 @@ prompt's AR reference once per model and benchmark; timed prompts run AR beside 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 
 from goose.benchmarks import benchmark_config, load_prompts
@@ -38,6 +39,7 @@ def grid(experiment: str) -> list[dict]:
             for combo in itertools.product(*params.values())]
 
 
+@functools.cache
 def prompt_count(bench: str, n_prompts: int | None) -> int:
     try:
         total = len(load_prompts(bench, turns=1))
@@ -80,14 +82,18 @@ def plan(profile: str, results: str | None, bandwidth_gbs: float, efficiency: fl
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python experiments/claims_plan.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="paper", choices=["paper", "local"])
     ap.add_argument("--results", default=None, help="rows whose tau stands in for each method's (default: tau 2)")
     ap.add_argument("--bandwidth-gbs", type=float, default=2039.0, help="GPU memory bandwidth (A100 80GB: 2039)")
     ap.add_argument("--efficiency", type=float, default=0.6, help="share of it a forward reaches")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     rows = plan(args.profile, args.results, args.bandwidth_gbs, args.efficiency)
     print(f"Plan of `make reproduce-claims PROFILE={args.profile}`: {len(rows)} runs "
           f"(conf/experiment/claims-{args.profile}.yaml, claims-speed-{args.profile}.yaml)\n")

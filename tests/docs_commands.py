@@ -19,7 +19,7 @@ STARTS = ("python run.py", "goose-run", "python experiments/", "python analysis/
 SCRIPTS = {"experiments/bench.py": "experiments.bench", "experiments/draft_bounds.py": "experiments.draft_bounds",
            "experiments/forward_costs.py": "experiments.forward_costs", "experiments/gpu_check.py":
            "experiments.gpu_check", "experiments/concurrency.py": "experiments.concurrency",
-           "analysis/reproduce.py": "analysis.reproduce"}
+           "experiments/claims_plan.py": "experiments.claims_plan", "analysis/reproduce.py": "analysis.reproduce"}
 
 
 def commands() -> list[tuple[str, str]]:

@@ -47,3 +47,12 @@ def test_every_results_page_says_when_and_on_what_it_was_measured():
         head = page.read_text()[:600]
         assert re.search(r"Measured: \d{4}-\d{2}-\d{2}", head), f"{page.name} gives no date"
         assert "on:" in head.lower(), f"{page.name} does not say what it ran on"
+
+
+def test_the_readme_leads_with_the_claims_scorecards_summary():
+    from analysis.scorecard import summary_block
+
+    readme = (ROOT / "README.md").read_text()
+    scorecard = (ROOT / "docs" / "results" / "claims.md").read_text()
+    assert readme.index("## What replicates") < readme.index("## Set up")
+    assert summary_block(readme) == summary_block(scorecard) != ""
