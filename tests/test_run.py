@@ -69,7 +69,7 @@ def test_single_prompt_mode_prints_text(tiny_folder, tmp_path, run_goose):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["model=nope"], "error: model=nope: no such model; one of gguf,"),
+    (["model=nope"], "error: model=nope: no such model; one of gemma3-270m, gguf,"),
     (["method=nope"], "error: method=nope: no such method; one of ar,"),
 ])
 @pytest.mark.integration

@@ -12,6 +12,7 @@ settings and seed), as every run of run.py does.
 from __future__ import annotations
 
 import numbers
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -86,7 +87,13 @@ def _model_config(name: str):
 def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = False, backend: str = "auto") -> Model:
     """A model by config name (`smollm2-135m`, `vicuna-7b`, ...), local GGUF file or HF folder, or hub id.
     `backend`: how its forward runs (goose.backends: eager, prepacked, or auto: prepacked for fp32 on a CPU)."""
-    cfg, how = _model_config(str(name))
+    if not isinstance(name, (str, os.PathLike)):
+        raise GooseError(f"goose.load: name must be a str, a model config name, a local path or a hub id "
+                         f"({_got(name)}).")
+    for key, value in (("device", device), ("dtype", dtype), ("backend", backend)):
+        _text("goose.load", key, value)
+    _flag("goose.load", "quiet", quiet)
+    cfg, how = _model_config(os.fspath(name))
     if not quiet:
         print(f"[goose] loading {name} as {how}", file=sys.stderr, flush=True)
     model = load_config(cfg, device, dtype, backend)
@@ -134,10 +141,71 @@ class Output:
         return counts
 
 
+# --- the arguments: each of its type, or one GooseError naming it (a truthy "no" is not True) -----------------
+def _got(value) -> str:
+    """What was given: the value and, where its text does not say it, its type."""
+    if value is None or isinstance(value, bool):
+        return f"got {value!r}"
+    kind = type(value).__name__
+    return f"got {value!r}, {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def _flag(fn: str, name: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise GooseError(f"{fn}: {name} must be True or False ({_got(value)}).")
+
+
+def _whole(fn: str, name: str, value, low: int | None = None) -> int:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and (low is None or value >= low):
+        return int(value)
+    at_least = f" >= {low}" if low is not None else ""
+    raise GooseError(f"{fn}: {name} must be an integer{at_least} ({_got(value)}).")
+
+
+def _real(fn: str, name: str, value) -> float:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return value if isinstance(value, (int, float)) else float(value)
+    raise GooseError(f"{fn}: {name} must be a number ({_got(value)}).")
+
+
+def _text(fn: str, name: str, value) -> str:
+    if isinstance(value, str):
+        return value
+    raise GooseError(f"{fn}: {name} must be a str ({_got(value)}).")
+
+
+def _model(fn: str, model) -> Model:
+    if isinstance(model, Model):
+        return model
+    raise GooseError(f"{fn}: model must be what goose.load returns, e.g. model = goose.load('smollm2-135m') (got "
+                     f"{'None' if model is None else type(model).__name__}).")
+
+
+def _method_args(fn: str, method, budget, memory):
+    """(method, budget, memory) checked: a method name or a Drafter; a budget of nodes or 'auto'; None or a
+    memory mode."""
+    from goose.drafter import MEMORY_MODES
+
+    if not isinstance(method, (str, Drafter)):
+        raise GooseError(f"{fn}: method must be a method name such as 'goose' or a Drafter instance "
+                         f"({_got(method)}).")
+    if isinstance(budget, numbers.Integral) and not isinstance(budget, bool):
+        budget = int(budget)
+    elif not (isinstance(budget, str) and budget == "auto"):
+        raise GooseError(f"{fn}: budget must be an integer number of draft nodes >= 1 or 'auto' ({_got(budget)}).")
+    if memory is not None and memory not in MEMORY_MODES:
+        raise GooseError(f"{fn}: memory must be None (the method's default), {' or '.join(map(repr, MEMORY_MODES))} "
+                         f"({_got(memory)}).")
+    return method, budget, memory
+
+
 def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
     from goose.inputs import build_input
 
     if isinstance(prompt, str):
+        if not prompt:
+            raise GooseError("goose.generate: the prompt is an empty string: give it text to continue.")
         return build_input(model.tokenizer, [], prompt, chat_template)
     if isinstance(prompt, torch.Tensor) or type(prompt).__module__ == "numpy":
         shape = tuple(prompt.shape)
@@ -166,6 +234,8 @@ def make_method(model: Model, method: str | Drafter, budget: int | str = 60, mem
     a drafter instance (its own Config holds its budget; budget="auto" arms pruning on it)."""
     from goose.methods import load_method, make_drafter, prepare_drafter
 
+    model = _model("goose.make_method", model)
+    method, budget, memory = _method_args("goose.make_method", method, budget, memory)
     b = Budget.parse(budget)  # a bad budget is refused whatever the method
     if isinstance(method, Drafter):
         drafter = method
@@ -190,8 +260,13 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     "goose", "pld", "tr", "ar", or a Drafter instance). Stops at the tokenizer's EOS (unless
     stop_at_eos=False) and after max_new_tokens. temperature > 0 samples exactly: the tokens AR
     sampling gives with the same seed."""
-    if not (isinstance(max_new_tokens, int) and not isinstance(max_new_tokens, bool) and max_new_tokens >= 1):
-        raise GooseError(f"max_new_tokens must be an integer >= 1 (got {max_new_tokens!r}).")
+    fn = "goose.generate"
+    model = _model(fn, model)
+    method, budget, memory = _method_args(fn, method, budget, memory)
+    max_new_tokens = _whole(fn, "max_new_tokens", max_new_tokens, 1)
+    temperature, top_p = _real(fn, "temperature", temperature), _real(fn, "top_p", top_p)
+    top_k, seed = _whole(fn, "top_k", top_k, 0), _whole(fn, "seed", seed)
+    stop_at_eos, chat_template = _flag(fn, "stop_at_eos", stop_at_eos), _flag(fn, "chat_template", chat_template)
     if isinstance(method, str) and "@" in method:
         raise GooseError(f"method={method!r}: give the budget as budget=..., e.g. method='goose', budget=30.")
     if memory == "run" and not isinstance(method, Drafter):
@@ -201,7 +276,7 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     sampling = Sampling(temperature, top_k, top_p, seed)
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
-    check_length("the prompt", len(ids), model.engine.max_positions, max_new_tokens)
+    check_length(f"{fn}: the prompt", len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
                  None if sampling.greedy else sampling)
     pieces = token_pieces(model.tokenizer, gen.tokens)

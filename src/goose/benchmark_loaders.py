@@ -146,6 +146,8 @@ def prompts_file(path: str) -> list[Prompt]:
         if pid in line_of:
             raise GooseError(f"{p}: id '{pid}' is on lines {line_of[pid]} and {n}; each prompt needs its own id.")
         line_of[pid] = n
+        if row["prompt"] == "":
+            raise GooseError(f"{p}:{n}: the prompt of id '{pid}' is empty; give it text or remove the line.")
         out.append(Prompt(pid, row["prompt"]))
     if not out:
         raise GooseError(f"prompt file '{p}' holds no prompts.")

@@ -143,7 +143,7 @@ def loader_of(spec):
 
 def load_benchmark(spec, data_root: str | None = None) -> list[Prompt]:
     """A benchmark's prompts through its loader. Ids must be unique: rows, resume and the analysis are keyed
-    by them."""
+    by them. Every turn must be text, none empty: refused here, before anything runs, not when it is reached."""
     check_turns(spec.turns)
     data = DataDirs.of(data_root)
     prompts = loader_of(spec)(spec, data)
@@ -153,6 +153,12 @@ def load_benchmark(spec, data_root: str | None = None) -> list[Prompt]:
             raise GooseError(f"benchmark '{spec.name}': question id '{p.id}' appears twice; each question needs its "
                              "own id (rows and resume are keyed by it).")
         seen.add(p.id)
+        for i, text in enumerate((p.text, *p.later_turns)):
+            if not isinstance(text, str) or text == "":
+                turn = f"turn {i + 1} of question id '{p.id}'" if p.later_turns else f"question id '{p.id}'"
+                what = "empty" if text == "" else f"not text (got {type(text).__name__})"
+                raise GooseError(f"benchmark '{spec.name}': the prompt of {turn} is {what}; every prompt needs text "
+                                 "(fix or remove it in the benchmark's file).")
     return prompts
 
 

@@ -67,9 +67,15 @@ def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool
 
 
 def single_prompt_text(prompt: str | None, prompt_file: str | None) -> str:
+    """The text of prompt=... or prompt_file=...; an empty one is refused before the model loads."""
     if prompt_file is None:
+        if str(prompt) == "":
+            raise GooseError("prompt= is empty: give the text to continue, 'prompt=\"...\"' (or prompt_file=PATH).")
         return str(prompt)
-    return read_text_file(prompt_file, "prompt_file")
+    text = read_text_file(prompt_file, "prompt_file")
+    if text == "":
+        raise GooseError(f"prompt_file '{prompt_file}' is empty: it needs the text to continue.")
+    return text
 
 
 def check_budget(nodes: int, limit: int | None, auto: bool = False) -> None:
@@ -94,9 +100,11 @@ def token_room(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -
     return room
 
 
-def check_length(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -> None:
-    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens)."""
+def check_length(what: str, n: int, limit: int | None, max_new_tokens: int) -> None:
+    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens). `what`
+    names it as the user gave it: "prompt" (run.py's prompt= or prompt_file=), "goose.generate: the prompt"."""
     if limit is not None and n + max_new_tokens > limit:
-        raise GooseError(f"prompt '{prompt_id}' has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the "
-                         f"model's context of {limit}. Lower max_new_tokens to {max(limit - n, 0)} or less, or "
-                         "shorten the prompt.")
+        fit = (f"Lower max_new_tokens to {limit - n} or less, or shorten the prompt" if n < limit else
+               f"Shorten the prompt to fewer than {limit} tokens")
+        raise GooseError(f"{what} has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
+                         f"context of {limit}. {fit}.")

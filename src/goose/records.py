@@ -65,9 +65,30 @@ def run_name(spec, label: str) -> str:
     return f"{label}-{spec.benchmark.name}-{spec.method.name}-{spec.folder_name('')[:-1]}"
 
 
+def summary_concurrency(s: dict, path: Path) -> int:
+    """The concurrency a summary's rows ran at: the summary's own, else their rows' (the `concurrency` column of
+    the configuration's rows in `path`; rows from before it ran one request at a time)."""
+    if s.get("concurrency") is not None:
+        return int(s["concurrency"])
+    from goose.results import ResultsFile
+
+    levels = {str(r.get("concurrency") or 1) for r in latest_rows(ResultsFile(path).rows(), s.get("config_hash"))}
+    level = levels.pop() if len(levels) == 1 else "1"
+    return int(level) if level.isdigit() else 1
+
+
+def speedup_basis(s: dict, concurrency: int) -> str:
+    """What a summary's speedup divides by, in words."""
+    if s["speedup_sources"] == "self":
+        return "AR is the method"
+    if concurrency > 1:  # interleaved there: batched AR over the same requests, beside the method's batch
+        return f"batched AR timing at concurrency {concurrency}"
+    return f"{s['speedup_sources']} AR timing"
+
+
 def print_summary(s: dict, path: Path) -> None:
     if s["speedup_prompts"]:
-        how = "AR is the method" if s["speedup_sources"] == "self" else f"{s['speedup_sources']} AR timing"
+        how = speedup_basis(s, summary_concurrency(s, path))
         speed = (f"speedup vs AR {s['speedup']:.3f}x ({how}, "
                  f"{s['speedup_prompts']}/{s['prompts']} prompts)")
     else:
