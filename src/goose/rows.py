@@ -7,8 +7,8 @@ sections flattened (`method.drafter.k`, ...), the schema version and a digest of
 (`row_check`, see goose.results). Reading is text first, then types from this schema: an id such as
 `NA`, `null` or `007` stays the text it was written as.
 
-Rows written before this schema (versions 1-3: no `row_schema` column) are read through `upgrade`,
-the one place that knows what those rows lacked.
+Rows written before this schema (versions 1-3: no `row_schema` column; 4: a config hash that held the
+drafter's import path) are read through `upgrade`, the one place that knows what those rows lacked.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 import time
 from dataclasses import dataclass
 
-ROW_SCHEMA = 4  # raised whenever a column's meaning changes; it enters every config hash
+ROW_SCHEMA = 5  # raised whenever a column's meaning changes; it enters every config hash
 
 
 @dataclass(frozen=True)
@@ -202,21 +202,46 @@ LEGACY_DEFAULTS = {"trial": "1", "memory": "", "memory_default": "", "temperatur
                    "top_k": "0", "top_p": "1", "seed": "0"}
 
 
+def schema_of(row: dict) -> int:
+    """The schema version a row was written under (rows without the column: 3)."""
+    v = str(row.get("row_schema", "") or "")
+    return int(v) if v.isdigit() else 3
+
+
 def upgrade(row: dict) -> dict:
-    """A row as this schema reads it. Rows of versions 1-3 lack columns added since: the trial (1), the memory
-    mode and its default (unknown: blank), the sampling settings (greedy), MT-Bench's and Spec-Bench's
-    benchmark.turns (1 and 2 then), the prompt fingerprint and the data fingerprint (blank)."""
-    if str(row.get("row_schema", "")) == str(ROW_SCHEMA):
+    """A row as this schema reads it.
+
+    Versions 1-3 lack columns added since: the trial (1), the memory mode and its default (unknown: blank),
+    the sampling settings (greedy), MT-Bench's and Spec-Bench's benchmark.turns (1 and 2 then), the prompt
+    fingerprint and the data fingerprint (blank).
+    Version 4 has every column; its `config_hash` is the key schema 4 computed, which held the drafter class's
+    import path. It stays the row's key (the rows of one folder stay together, apart from schema-5 keys); the
+    migrator (`python -m goose.migrate`) re-keys a folder's rows with `rekeyed`, which makes them schema 5."""
+    version = schema_of(row)
+    if version == ROW_SCHEMA:
         return row
     out = dict(row)
-    for k, v in LEGACY_DEFAULTS.items():
-        if out.get(k, "") == "":
-            out[k] = v
-    if out.get("benchmark.turns", "") == "" and out.get("benchmark") in ("mt_bench", "spec_bench"):
-        out["benchmark.turns"] = "1" if out["benchmark"] == "mt_bench" else "2"
-    out.setdefault("prompt_fingerprint", "")
-    out.setdefault("data_fingerprint", "")
-    out["row_schema"] = out.get("row_schema") or "3"
+    if version < 4:
+        for k, v in LEGACY_DEFAULTS.items():
+            if out.get(k, "") == "":
+                out[k] = v
+        if out.get("benchmark.turns", "") == "" and out.get("benchmark") in ("mt_bench", "spec_bench"):
+            out["benchmark.turns"] = "1" if out["benchmark"] == "mt_bench" else "2"
+        out.setdefault("prompt_fingerprint", "")
+        out.setdefault("data_fingerprint", "")
+    out["row_schema"] = str(version)
+    return out
+
+
+def rekeyed(row: dict, config_hash: str) -> dict:
+    """A schema-4 row under this schema's key: upgraded, `config_hash` the configuration's schema-5 key (the
+    migrator verified the old one), `row_schema` this schema. Its row_check is left for the writer to compute
+    (goose.results)."""
+    if schema_of(row) != 4:
+        raise ValueError(f"only schema-4 rows are re-keyed (this one is schema {schema_of(row)})")
+    out = {k: v for k, v in upgrade(row).items() if k != "row_check"}
+    out["config_hash"] = config_hash
+    out["row_schema"] = str(ROW_SCHEMA)
     return out
 
 

@@ -40,21 +40,44 @@ def data_fingerprint(config) -> str:
     return digest({name: path_fingerprint(p) for name, p in sorted(paths.items())}) if paths else ""
 
 
-def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str, batch: list[str] | None = None) -> str:
-    """Every setting that changes a row (goose.spec declares which), the sections (paths left out: contents
-    are fingerprinted instead), what the config points at, and the row schema. At concurrency > 1 a request's
-    row depends on the requests decoded beside it (shared memory, budget=auto's widths, its share of a pass):
-    `batch`, the ids of the run's prompts in order, is hashed too, so a grown or shrunk run is another
-    configuration, never a reuse of rows that would now differ."""
+def hashed_fields(spec, model_fp: str, prompts_fp: str, data_fp: str, batch: list[str] | None = None) -> dict:
+    """What the config hash is a digest of (see `config_hash`)."""
     from goose.drafter import data_paths
 
-    method = {k: v for k, v in spec.method.record().items() if k not in data_paths(spec.method.config)}
+    method = {k: v for k, v in spec.method.values().items() if k not in data_paths(spec.method.config)}
     kept = {**spec.settings("hashed"), "model": spec.model.hashed(), "benchmark": spec.benchmark.hashed(),
-            "method": {"name": spec.method.name, "drafter": method}, "model_fingerprint": model.fingerprint,
+            "method": {"name": spec.method.name, "drafter": method}, "model_fingerprint": model_fp,
             "prompts_fingerprint": prompts_fp, "data_fingerprint": data_fp, "row_schema": ROW_SCHEMA,
             **spec.sampling.noise_key()}
     if spec.concurrency > 1:
         kept["batch_prompts"] = list(batch or [])
+    return kept
+
+
+def config_hash(spec, model: ModelIdentity, prompts_fp: str, data_fp: str, batch: list[str] | None = None) -> str:
+    """Every setting that changes a row (goose.spec declares which), the sections (paths left out: contents
+    are fingerprinted instead), what the config points at, and the row schema. The method is its registered
+    name and its Config's values (the files it reads by content: `data_fp`), never the drafter class's module
+    path (nor a benchmark loader's: the prompts are hashed by content): moving code keeps every results folder.
+    At concurrency > 1 a request's
+    row depends on the requests decoded beside it (shared memory, budget=auto's widths, its share of a pass):
+    `batch`, the ids of the run's prompts in order, is hashed too, so a grown or shrunk run is another
+    configuration, never a reuse of rows that would now differ."""
+    return digest(hashed_fields(spec, model.fingerprint, prompts_fp, data_fp, batch), 12)
+
+
+LEGACY_ROW_SCHEMA = 4  # the last schema whose config hash held the drafter's import path
+
+
+def legacy_config_hash(spec, model_fp: str, prompts_fp: str, data_fp: str, batch: list[str] | None = None,
+                       target: str | None = None) -> str:
+    """The config hash as row schema 4 computed it: the same fields, the drafter's import path (`_target_`:
+    `target` as recorded in config.yaml, else the class's own) inside the method, and row_schema 4. Only the
+    migrator (goose.migrate) uses it, to verify a folder's key before re-keying it."""
+    kept = hashed_fields(spec, model_fp, prompts_fp, data_fp, batch)
+    kept["method"]["drafter"] = {"_target_": target or spec.method.target, **kept["method"]["drafter"]}
+    kept["benchmark"] = spec.benchmark.hashed(loader=True)
+    kept["row_schema"] = LEGACY_ROW_SCHEMA
     return digest(kept, 12)
 
 
@@ -67,12 +90,17 @@ def default_run_dir(spec, label: str, chash: str) -> Path:
 
 def check_one_configuration(rows: list[dict], run_dir: Path, chash: str) -> None:
     """A run folder holds one configuration: rows of another are never mixed in or reused."""
+    from goose.rows import schema_of
+
     other = sorted({r.get("config_hash") for r in rows} - {chash})
     if other:
+        old = any(schema_of(r) == LEGACY_ROW_SCHEMA for r in rows)
         raise GooseError(
             f"{run_dir} holds rows of another configuration (config hash {', '.join(map(str, other))}; this one is "
             f"{chash}): a different model, prompts file, datastore or setting. Use a new results_dir (or run_dir), or "
             "delete the folder."
+            + (f" Its rows are of row schema {LEGACY_ROW_SCHEMA}, keyed with the drafter's import path: `python -m "
+               f"goose.migrate {run_dir}` re-keys them if they are this configuration's." if old else "")
         )
 
 

@@ -43,9 +43,12 @@ class BenchmarkSpec:
     stratified: bool = False  # n_prompts=N takes the first N of each category (Spec-Bench)
     paper_max_new_tokens: int | None = None  # the paper's token limit (experiments' paper profiles use it)
 
-    def hashed(self) -> dict:
-        # `path` and `turns` decide which prompts exist; the prompts' contents are hashed (fingerprint)
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("path", "turns")}
+    def hashed(self, loader: bool = False) -> dict:
+        """The section as it enters the config hash. `path` and `turns` decide which prompts exist and the
+        loader reads them: the prompts' contents are hashed instead (the prompts fingerprint), so a loader
+        moved to another module keeps every results folder (`loader=True`: row schema 4, which hashed it)."""
+        left_out = ("path", "turns") if loader else ("path", "turns", "loader")
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in left_out}
 
 
 @dataclass(frozen=True)
@@ -59,12 +62,19 @@ class MethodSpec:
 
     @property
     def target(self) -> str:
+        """The drafter class's import path: provenance (config.yaml, W&B), never part of the config hash."""
         return f"{self.cls.__module__}.{self.cls.__qualname__}"
 
+    def values(self) -> dict:
+        """The Config's values, defaults included: with the method's registered name, what the config hash
+        covers of the method (goose.run_folder.config_hash). The class's module never enters it, so a drafter
+        class moved to another module keeps every results folder."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.config).items()}
+
     def record(self) -> dict:
-        """The full configuration (defaults included): what rows, config.yaml and the hash carry."""
-        plain = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.config).items()}
-        return {"_target_": self.target, **plain}
+        """The full configuration as config.yaml and W&B record it (rows flatten it, `_target_` left out): the
+        class's import path (`_target_`, what ran: provenance) and its Config's values."""
+        return {"_target_": self.target, **self.values()}
 
     def build(self):
         """A fresh drafter of this configuration."""
