@@ -272,20 +272,21 @@ class Killed(BaseException):
 @pytest.mark.parametrize("at", ["building", "after the new folder is in place", "removing the old folder"])
 def test_an_interrupted_migration_leaves_whole_folders_and_a_rerun_finishes_it(tmp_path, capsys, monkeypatch, at):
     import goose.migrate as m
+    import goose.rekey as rekey
 
     old, spec = old_folder(tmp_path, "method=goose")
     new = old.with_name(spec.folder_name(new_key(spec)))
     if at == "building":
-        monkeypatch.setattr(m, "_summaries", lambda plan, tmp: (_ for _ in ()).throw(Killed()))
+        monkeypatch.setattr(rekey, "_summaries", lambda plan, tmp: (_ for _ in ()).throw(Killed()))
     elif at == "after the new folder is in place":
-        real = m.os.rename
+        real = rekey.os.rename
 
         def rename(a, b):
             real(a, b)
             if Path(b) == new:
                 raise Killed()
 
-        monkeypatch.setattr(m.os, "rename", rename)
+        monkeypatch.setattr(rekey.os, "rename", rename)
     else:
         real = m.shutil.rmtree
 
