@@ -30,8 +30,8 @@ install:
 demo: install
 	$(PYTHON) run.py
 
-# Three tiers (docs/testing.md): unit (< 2 min), integration (the tiny model end to end), slow (SmolLM2).
-# CI runs all three.
+# Four tiers (docs/testing.md): unit (the parts), integration (the tiny model end to end), slow (SmolLM2), slurm
+# (a one-node SLURM cluster). CI runs all four.
 TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q
 test: install lint slurm-packages
 	$(TIER) -m "not slow and not integration and not slurm"
