@@ -46,7 +46,7 @@ class NGramPool:
 def window_visibility(levels: int, width: int) -> tuple[torch.Tensor, list[int]]:
     """Visibility among [root, window cells level by level] and each cell's depth."""
     T = 1 + levels * width
-    vis = torch.zeros(T, T, dtype=torch.bool)
+    vis = torch.zeros(T, T, dtype=torch.bool, device="cpu")  # host-side, as every draft (the engine moves it)
     vis[:, 0] = True
     vis[0, 0] = True
     depth = [0] * T
@@ -125,7 +125,7 @@ class LookaheadDrafter(TreeDrafter):
                     room -= 1
                 at = nxt
         T = len(trie) + n_win
-        vis = torch.zeros(T, T, dtype=torch.bool)
+        vis = torch.zeros(T, T, dtype=torch.bool, device="cpu")  # host-side: the engine moves it to the model
         n_trie = len(trie)
         vis[:n_trie, :n_trie] = ancestor_matrix(trie.parents, torch.device("cpu"))
         vis[n_trie:, 0] = True

@@ -16,7 +16,8 @@ from goose.batch_engine import BatchEngine
 from goose.cost_surface import DRAFT_OVERHEAD, Calibration, choose_widths, harvest_pays
 from goose.decode import BONUS, Generation, commit
 from goose.drafter import Drafter
-from goose.engine import Draft, _sync
+from goose.engine import Draft, _sync, non_finite
+from goose.errors import NonFiniteLogits
 from goose.sampling import Sampling
 
 RESERVED_DRAFT = 128  # nodes of draft a batch's buffers hold room for up front (a wider one still fits: they grow)
@@ -119,7 +120,10 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             sized = cost is not None and req.drafter.sized_by_batch  # budget=auto: the harvest must pay too
             harvest = caps.harvest_prefill and not (
                 sized and not harvest_pays(cost, len(req.prompt), req.max_new_tokens, engine.rows))
-            _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
+            try:
+                _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
+            except NonFiniteLogits as e:
+                raise non_finite(f"the prefill forward of request {i} (row {e.row})", engine.dtype, e.row, []) from None
             first, finished = commit([pre.bonus], req.max_new_tokens, stop_ids)
             gen = Served(tokens=first, steps=1, wall_s=0.0, origins=[BONUS] * len(first), margins=pre.margins[:1],
                          runners_up=pre.runners_up[:1], gaps=pre.gaps[:1], admitted_s=admitted, first_token_s=now())
@@ -144,7 +148,12 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
                 pause.decided(max(widths), len(drafts))
         topk = flights[0].request.drafter.capabilities.topk if drafting else 0
-        results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
+        try:
+            results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
+        except NonFiniteLogits as e:  # the run stops: which request, and what it had committed before
+            f = flights[e.row]
+            raise non_finite(f"batched verification {engine.verifications} (row {e.row}: request {f.index}, its "
+                             f"verification {f.gen.steps})", engine.dtype, e.row, list(f.gen.tokens)) from None
         finished_rows = []
         for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
             g = f.gen

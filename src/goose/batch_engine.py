@@ -21,8 +21,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from goose.engine import Draft, Verification, _sync, decide, tree_inputs
-from goose.errors import GooseError
+from goose.engine import Draft, Verification, _sync, decide, finite_rows, non_finite, tree_inputs
+from goose.errors import GooseError, NonFiniteLogits
 from goose.kv_cache import grown_capacity, new_cache
 from goose.layouts import check_supported, head_logits, layer_masks, sliding_window
 from goose.packed import Packing, install
@@ -110,6 +110,7 @@ class BatchEngine:
         install(model)
         self.window = sliding_window(model.config)  # W where some layers see the last W positions only
         self.lengths: list[int] = []  # L_r of each active row
+        self.verifications = 0  # batched forwards so far: which one a NaN came from (non_finite)
 
     @property
     def active(self) -> int:
@@ -151,7 +152,11 @@ class BatchEngine:
         out = self.model.get_decoder()(input_ids=torch.tensor([prompt], device=self.device), cache=single,
                                        use_cache=True)
         hidden = out.last_hidden_state[0]
-        choice = choose_token(head_logits(self.model, hidden[-1:])[0], len(prompt), sampler)
+        last = head_logits(self.model, hidden[-1:])
+        try:
+            choice = choose_token(last[0], len(prompt), sampler, finite_rows(last))
+        except NonFiniteLogits:
+            raise non_finite(f"the prefill forward of row {self.active}", self.dtype, self.active) from None
         res = Verification(path=[0], bonus=choice.token, width=len(prompt))
         res.record([choice])
         if topk:
@@ -239,8 +244,15 @@ class BatchEngine:
         if self.profile:
             _sync(dev)
             t2 = time.perf_counter()
-        results = [decide(d, logits[off[r] : off[r + 1]], (pos[0, off[r] : off[r + 1]] + 1).tolist(), topk, s)
-                   for r, (d, s) in enumerate(zip(cut, samplers))]
+        self.verifications += 1
+        finite = finite_rows(logits[: off[-1]])  # every node's row, once (filler rows are never read)
+        results = []
+        for r, (d, s) in enumerate(zip(cut, samplers)):
+            try:
+                results.append(decide(d, logits[off[r] : off[r + 1]], (pos[0, off[r] : off[r + 1]] + 1).tolist(),
+                                      topk, s, finite[off[r] : off[r + 1]]))
+            except NonFiniteLogits:
+                raise non_finite(f"batched verification {self.verifications}, row {r}", self.dtype, r) from None
         self._compact(end, [res.path for res in results])
         if self.profile:
             _sync(dev)

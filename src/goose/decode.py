@@ -9,6 +9,7 @@ import torch
 
 from goose.drafter import Drafter
 from goose.engine import Engine
+from goose.errors import NonFiniteLogits
 from goose.sampling import Sampling
 
 BONUS = "bonus"
@@ -83,7 +84,11 @@ def generate(
     t0 = time.perf_counter()
     caps = drafter.capabilities
     sampler = sampling.for_prompt(prompt) if sampling is not None else None
-    pre = engine.prefill(prompt, topk=caps.topk if caps.harvest_prefill else 0, sampler=sampler)
+    try:
+        pre = engine.prefill(prompt, topk=caps.topk if caps.harvest_prefill else 0, sampler=sampler)
+    except NonFiniteLogits as e:
+        e.tokens = []
+        raise
     out, done = commit([pre.bonus], max_new_tokens, stop_ids)
     first = time.perf_counter() - t0  # the bonus is a host int: the prefill has finished on any device
     context = list(prompt) + out
@@ -96,7 +101,11 @@ def generate(
         draft = drafter.propose(context)
         if profile:
             gen.draft_s += time.perf_counter() - t1
-        res = engine.verify(draft, topk=caps.topk, sampler=sampler)
+        try:
+            res = engine.verify(draft, topk=caps.topk, sampler=sampler)
+        except NonFiniteLogits as e:  # the run stops: no token from that forward
+            e.tokens = list(out)
+            raise
         gen.steps += 1
         gen.widths.append(res.width)
         gen.forward_s += res.forward_s

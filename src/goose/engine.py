@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from goose.errors import GooseError
+from goose.errors import GooseError, NonFiniteLogits
 from goose.layouts import check_supported, layer_masks, sliding_window
 from goose.sampling import RANKS, Choice, Sampler, choice_of, ranked
 
@@ -176,32 +176,78 @@ def topk_rows(x: torch.Tensor, k: int, block: int | None = None) -> tuple[torch.
     return values, where.gather(1, j)
 
 
-def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tensor) -> list[int]:
+def finite_rows(logits: torch.Tensor) -> torch.Tensor:
+    """Whether each row of logits [T, V] is finite: bool [T] on the logits' device, not yet read. One reduction per
+    forward, each row's sum in float32: a NaN or inf anywhere in a row makes its sum NaN or inf (finite logits sum
+    far inside float32's range, whatever the model's dtype). The engines read it with the tokens the walk needs
+    (`read_tokens`): no host sync of its own on the greedy path."""
+    return torch.isfinite(logits.sum(-1, dtype=torch.float32))
+
+
+def read_tokens(pred: torch.Tensor, finite: torch.Tensor | None) -> list[int]:
+    """pred [T] (token ids) on the host, read together with `finite` (finite_rows) in one transfer; raises
+    NonFiniteLogits instead of returning tokens chosen from a row with NaN or inf."""
+    if finite is None:
+        return pred.tolist()
+    T = pred.shape[0]
+    both = torch.cat([pred, finite.to(pred.dtype)]).tolist()
+    if not all(both[T:]):
+        raise NonFiniteLogits()
+    return both[:T]
+
+
+def check_finite(finite: torch.Tensor | None) -> None:
+    """Raise NonFiniteLogits if a row is not finite (one host read: for the sampled paths, which read the logits
+    several times per walked node anyway)."""
+    if finite is not None and not bool(finite.all()):
+        raise NonFiniteLogits()
+
+
+def non_finite(where: str, dtype: torch.dtype, row: int | None = None,
+               tokens: list[int] | None = None) -> NonFiniteLogits:
+    """The one-line error for NaN or inf logits in `where` (the prefill forward, verification N, ...), with the
+    fix for the model's dtype."""
+    name = str(dtype).removeprefix("torch.")
+    if dtype == torch.float16:
+        fix = ("float16 overflowed (its largest value is 65504): run in bfloat16 (dtype=bfloat16), as the paper's "
+               "code does for Qwen3-8B")
+    elif dtype == torch.bfloat16:
+        fix = ("bfloat16 has float32's range, so this is no overflow: look for NaN or inf in the weights, or run "
+               "dtype=float32 to compare")
+    else:
+        fix = f"{name} does not overflow here: the weights or the model's code give NaN or inf; check the checkpoint"
+    return NonFiniteLogits(f"{where} gave NaN or inf logits in {name}: {fix}.", row, tokens)
+
+
+def greedy_from_topk(logits: torch.Tensor, ids: torch.Tensor, scores: torch.Tensor,
+                     finite: torch.Tensor | None = None) -> list[int]:
     """The argmax of each row, read off its top-k (one pass over the vocabulary instead of two).
 
     topk's order among exactly equal values is unspecified, so tied rows fall back to argmax,
-    whose first-index rule is what greedy decoding uses.
+    whose first-index rule is what greedy decoding uses. With `finite` (finite_rows), a row with NaN or inf
+    raises NonFiniteLogits (read in the same transfer as the tokens).
     """
     pred = ids[:, 0]
     if ids.shape[1] > 1:
         tied = scores[:, 0] == scores[:, 1]
         if bool(tied.any()):
             pred = torch.where(tied, logits.argmax(-1), pred)
-    return pred.tolist()
+    return read_tokens(pred, finite)
 
 
-def greedy_rows(logits: torch.Tensor, topk: int) -> tuple[list[int], torch.Tensor | None, torch.Tensor | None,
-                                                        torch.Tensor | None]:
+def greedy_rows(logits: torch.Tensor, topk: int, finite: torch.Tensor | None = None
+                ) -> tuple[list[int], torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Each row's argmax, its top-k (values, ids) when topk > 0, and its RANKS + 1 best (values, ids) (None for
-    a single row without top-k: the caller ranks the one row it needs).
+    a single row without top-k: the caller ranks the one row it needs). With `finite` (finite_rows), a row with
+    NaN or inf raises NonFiniteLogits before any token is returned.
 
     A wide argmax is slower on CPU than `topk_rows` with a small k and a tie check, so every
     multi-row verification goes through `topk_rows`.
     """
     if topk == 0 and logits.shape[0] == 1:
-        return logits.argmax(-1).tolist(), None, None, None
+        return read_tokens(logits.argmax(-1), finite), None, None, None
     scores, ids = topk_rows(logits.float(), max(topk, RANKS + 1))
-    pred = greedy_from_topk(logits, ids, scores)
+    pred = greedy_from_topk(logits, ids, scores, finite)
     best = (scores[:, : RANKS + 1], ids[:, : RANKS + 1])
     if topk == 0:
         return pred, None, None, best
@@ -216,22 +262,29 @@ def tree_inputs(draft: Draft, device: torch.device) -> tuple[torch.Tensor, torch
     return draft.visibility.to(device), torch.tensor(draft.depths or depths_of(draft.parents), device=device)
 
 
-def choose_token(row: torch.Tensor, position: int, sampler: Sampler | None) -> Choice:
-    """The token one logits row emits at `position` (argmax, or the sampler's draw) and its runners-up."""
+def choose_token(row: torch.Tensor, position: int, sampler: Sampler | None,
+                 finite: torch.Tensor | None = None) -> Choice:
+    """The token one logits row emits at `position` (argmax, or the sampler's draw) and its runners-up. With
+    `finite` (finite_rows of the forward's logits), NaN or inf there raises NonFiniteLogits before any choice."""
     if sampler is not None:
+        check_finite(finite)
         return sampler.choose(row, position)
-    return ranked(row.float(), int(row.argmax()))
+    token, = read_tokens(row.argmax().reshape(1), None if finite is None else finite.all().reshape(1))
+    return ranked(row.float(), token)
 
 
 def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0,
-           sampler: Sampler | None = None) -> Verification:
+           sampler: Sampler | None = None, finite: torch.Tensor | None = None) -> Verification:
     """The walk over one draft's verified logits [T, V]: greedy, or with a sampler greedy on the perturbed
     logits (node i predicts position emitted[i] and uses that position's noise). topk_ids/topk_scores are the
-    unperturbed logits' top-k (what harvesting drafters learn)."""
+    unperturbed logits' top-k (what harvesting drafters learn). Logits with NaN or inf in any row raise
+    NonFiniteLogits before the walk (`finite`: their finite_rows, when the caller has it)."""
     T = len(draft.tokens)
     res = Verification(path=[0], bonus=0, width=T)
+    if finite is None:
+        finite = finite_rows(logits)
     if sampler is None:
-        pred, res.topk_scores, res.topk_ids, best = greedy_rows(logits, topk)
+        pred, res.topk_scores, res.topk_ids, best = greedy_rows(logits, topk, finite)
         res.path = greedy_walk(draft.parents, draft.tokens, pred)
         res.bonus = pred[res.path[-1]]
         if best is None:
@@ -241,6 +294,7 @@ def decide(draft: Draft, logits: torch.Tensor, emitted: list[int], topk: int = 0
             choices = [choice_of(pred[i], values[i], ids[i]) for i in res.path]
         res.record(choices)
         return res
+    check_finite(finite)
     if topk:
         res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
     picks: dict[int, Choice] = {}
@@ -278,6 +332,7 @@ class Engine:
         self.profile = profile
         self.cache = None
         self.window = sliding_window(model.config)  # W where some layers see the last W positions only
+        self.verifications = 0  # since the last prefill: which forward a NaN came from (non_finite)
 
     @property
     def cache_len(self) -> int:
@@ -301,9 +356,13 @@ class Engine:
         if not prompt:
             raise GooseError("empty prompt: nothing to condition on.")
         self.cache = new_cache(self.model.config, self.max_positions)
+        self.verifications = 0
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
-        choice = choose_token(logits[-1], len(prompt), sampler)
+        try:
+            choice = choose_token(logits[-1], len(prompt), sampler, finite_rows(logits))
+        except NonFiniteLogits:
+            raise non_finite("the prefill forward", self.dtype) from None
         res = Verification(path=[0], bonus=choice.token, width=len(prompt))
         res.record([choice])
         if topk:
@@ -336,7 +395,11 @@ class Engine:
         if self.profile:
             _sync(dev)
             t2 = time.perf_counter()
-        res = decide(draft, logits, (pos[0] + 1).tolist(), topk, sampler)
+        self.verifications += 1
+        try:
+            res = decide(draft, logits, (pos[0] + 1).tolist(), topk, sampler)
+        except NonFiniteLogits:
+            raise non_finite(f"verification {self.verifications}", self.dtype) from None
         self._compact(P, T, res.path)
         if self.profile:
             _sync(dev)
@@ -358,9 +421,9 @@ class Engine:
         The widths take turns (one round over all of them, `repeats` times, after a warm-up round), so
         a slow spell of a shared machine lands on every width alike instead of bending the curve."""
         vocab = self.model.config.get_text_config(decoder=True).vocab_size
-        g = torch.Generator().manual_seed(0)
-        self.prefill(torch.randint(0, vocab, (context_len,), generator=g).tolist())
-        drafts = [Draft.chain(torch.randint(0, vocab, (T,), generator=g).tolist()) for T in widths]
+        g = torch.Generator().manual_seed(0)  # token ids drawn on the host: the same ones on any device
+        self.prefill(torch.randint(0, vocab, (context_len,), generator=g, device="cpu").tolist())
+        drafts = [Draft.chain(torch.randint(0, vocab, (T,), generator=g, device="cpu").tolist()) for T in widths]
         times: list[list[float]] = [[] for _ in widths]
         for _ in range(repeats + 1):  # the first round warms up
             for i, draft in enumerate(drafts):

@@ -132,8 +132,8 @@ def _gumbel_of(k: torch.Tensor) -> torch.Tensor:
     return (-torch.log(-torch.log(u))).float()
 
 
-GUMBEL_MIN = float(_gumbel_of(torch.tensor([0])))
-GUMBEL_MAX = float(_gumbel_of(torch.tensor([(1 << NOISE_BITS) - 1])))
+GUMBEL_MIN = float(_gumbel_of(torch.tensor([0], device="cpu")))
+GUMBEL_MAX = float(_gumbel_of(torch.tensor([(1 << NOISE_BITS) - 1], device="cpu")))
 
 
 def gumbel_at(seed: int, ids: torch.Tensor) -> torch.Tensor:
@@ -144,7 +144,7 @@ def gumbel_at(seed: int, ids: torch.Tensor) -> torch.Tensor:
 
 def gumbel(seed: int, size: int) -> torch.Tensor:
     """The noise of tokens 0 .. size - 1 (a whole vocabulary row), float32 on the CPU."""
-    return gumbel_at(seed, torch.arange(size))
+    return gumbel_at(seed, torch.arange(size, device="cpu"))
 
 
 NUCLEUS_FIRST = 64  # candidates ranked first when cutting a nucleus; more only when their mass falls short
