@@ -170,6 +170,18 @@ def pick(cell: pd.DataFrame, method: str, budget: str = CLAIMS_BUDGET) -> pd.Dat
     return g[g.config_hash == best]
 
 
+def say_choices(cell: pd.DataFrame) -> None:
+    """One line per method of a model x benchmark that ran several configurations at the claims' budget: which
+    one the claims read (pick) and that the others are left out."""
+    for method, g in cell[cell.budget.isin([CLAIMS_BUDGET, FIXED])].groupby("method"):
+        if g.config_hash.nunique() > 1:
+            chosen = pick(cell, method)
+            kinds = sorted(v for v in set(g.variant) if v) or sorted(set(g.config_hash))
+            print(f"[analysis] claims: {g.model.iloc[0]} / {g.benchmark.iloc[0]}: {method} ran "
+                  f"{g.config_hash.nunique()} configurations ({'; '.join(kinds)}); the claims read config "
+                  f"{chosen.config_hash.iloc[0]} ({chosen.prompt_id.nunique()} prompts, the most), not the others")
+
+
 def _arrays(g: pd.DataFrame) -> dict:
     return {c: g[c].to_numpy(dtype=float) if c in g else np.full(len(g), np.nan) for c in COLUMNS}
 
@@ -218,6 +230,7 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     copy split of the method it flatters."""
     out = []
     for (model, bench), cell in df.groupby(["model", "benchmark"], sort=True):
+        say_choices(cell)
         for claim in CLAIMS:
             for label, sides, stat in _comparisons(cell, claim):
                 if any(s.empty for s in sides):

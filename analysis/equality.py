@@ -43,8 +43,8 @@ def outputs_of(folder: Path) -> tuple[Path, dict[str, dict]]:
         raise CannotCompare(f"no outputs.jsonl in or under {folder} (runs write one per run folder; folders written "
                             "before outputs were kept cannot be compared)")
     if len(found) > 1:
-        raise CannotCompare(f"{folder} holds {len(found)} runs; name one run folder:\n  "
-                            + "\n  ".join(str(p.parent) for p in found))
+        shown = ", ".join(str(p.parent) for p in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise CannotCompare(f"{folder} holds {len(found)} runs; name one run folder: {shown}")
     outputs = OutputsFile(found[0])
     records = outputs.read()
     if outputs.damaged:
@@ -247,7 +247,7 @@ def compare(a: Path, b: Path) -> tuple[str, int]:
     if other:
         raise CannotCompare(f"{len(other)} of the {len(common)} shared question id(s) are different questions in A "
                             f"and B (their prompts differ: {', '.join(other[:8])}{', ...' if len(other) > 8 else ''}); "
-                            f"these runs are of different prompts.\n  A: {run_a}\n  B: {run_b}")
+                            f"these runs are of different prompts. A: {run_a}, B: {run_b}")
     _same_thing(side_a, side_b, common)
     only_a = [q for q in out_a if q not in out_b]
     only_b = [q for q in out_b if q not in out_a]

@@ -55,8 +55,15 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tracker = Tracker(args.wandb, args.wandb_project, name=f"analysis-{'-'.join(names)}", group="analysis",
                       config={"results": str(Path(args.results).resolve()), "artifacts": list(names)}, run_dir=out)
+    refused = []
     for name in names:
-        for path in make(name, df, out):
+        try:
+            made = make(name, df, out)
+        except SystemExit as e:  # one artifact's refusal: the others are still written, the exit says it
+            print(f"error: {e.code}", file=sys.stderr)
+            refused.append(name)
+            continue
+        for path in made:
             print(f"wrote {path}")
             if path.suffix == ".csv":
                 t = pd.read_csv(path)
@@ -67,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         md = out / f"{name}.md"
         if md.exists():
             print(md.read_text())
-    if args.readme and "claims" in names:
+    if args.readme and "claims" in names and "claims" not in refused:
         from analysis.scorecard import sync_readme
 
         changed = sync_readme(Path(args.readme), out / "claims.md")
@@ -75,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     tracker.finish({}, [])
     if args.wandb != "disabled":
         print(f"logged to W&B ({args.wandb}) under {out / 'wandb'}")
+    if refused:
+        print(f"error: not written: {', '.join(refused)} (the reasons above); the others were", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

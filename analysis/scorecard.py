@@ -22,8 +22,10 @@ def _number(v: float, unit: str) -> str:
 
 
 def _effect(r) -> str:
-    ci = f" [{_number(r.low, r.unit)}, {_number(r.high, r.unit)}]" if np.isfinite(r.low) else " (no interval: n < 2)"
-    return _number(r.effect, r.unit) + ci
+    if np.isfinite(r.low):
+        return f"{_number(r.effect, r.unit)} [{_number(r.low, r.unit)}, {_number(r.high, r.unit)}]"
+    why = "n < 2" if r.n < 2 else "resamples without a value (a side drafted nothing on some prompts)"
+    return f"{_number(r.effect, r.unit)} (no interval: {why})"
 
 
 def _copied(r) -> str:

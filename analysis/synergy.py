@@ -150,8 +150,11 @@ def source_gap(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model, m in df.groupby("model"):
         benches = sorted(m.benchmark.unique())
+        pool = all_scope(m, "source_gap")  # never two configurations of one benchmark in "all"
         for bench in [*benches, "all"]:
-            cell = m if bench == "all" else m[m.benchmark == bench]
+            cell = pool if bench == "all" else m[m.benchmark == bench]
+            if cell.empty:
+                continue
             row = {"model": model, "benchmark": bench}
             for label, ((ma, sa), (mb, sb)) in GAP_PAIRS.items():
                 methods = tuple(dict.fromkeys((ma, mb)))
@@ -159,7 +162,8 @@ def source_gap(df: pd.DataFrame) -> pd.DataFrame:
                 if why:
                     continue
                 a, b = _rate(found[ma], sa), _rate(found[mb], sb)
-                row.update({f"{label}: context": a, f"{label}: adjacency": b, f"{label}: ratio": a / b if b else None})
+                row.update({f"{label}: context": a, f"{label}: adjacency": b, f"{label}: ratio": a / b if b else None,
+                            f"{label}: n": len(found[ma])})
             if len(row) > 2:
                 rows.append({**row, "paper ratio": f"{SOURCE_GAP_RATIO[0]}-{SOURCE_GAP_RATIO[1]}x"})
     if not rows:

@@ -32,6 +32,13 @@ def table1(df: pd.DataFrame) -> pd.DataFrame:
     wide["paper_goose"] = [TABLE1_TAU.get((m, b), (None, None))[0] for m, b in zip(wide.model, wide.benchmark)]
     wide["paper_iso"] = [TABLE1_TAU.get((m, b), (None, None))[1] for m, b in zip(wide.model, wide.benchmark)]
     wide = wide.merge(n, on=["model", "benchmark", "budget"])
+    names = df.drop_duplicates("benchmark").set_index("benchmark").benchmark_name
+    same = wide.assign(_name=wide.benchmark.map(names)).groupby(["model", "budget", "_name"]).benchmark
+    twice = wide[same.transform("nunique") > 1]
+    if not twice.empty:  # one benchmark in two configurations (lengths, templates, prompt files): not averaged twice
+        print(f"[analysis] table1: no macro mean: {', '.join(sorted(set(twice.benchmark)))} are one benchmark in "
+              "several configurations; compare them per row")
+        return wide
     macro = {"model": "macro mean", "benchmark": "", "budget": "",
              **{c: wide[c].mean() for c in wide.columns if c.startswith("gain_")},
              "paper_gain_%": TABLE1_MACRO_GAIN_PCT}

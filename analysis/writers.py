@@ -37,10 +37,18 @@ def to_latex(t: pd.DataFrame, index: bool) -> str:
     return tex.to_latex(index=index, float_format="%.3f", na_rep="--", escape=False)
 
 
+def _counts(name, col: pd.Series) -> bool:
+    """A column of prompt counts (n, n <benchmark>, n_<benchmark>, prompts) held as floats by a pivot's blanks."""
+    named = str(name) in ("n", "prompts") or str(name).startswith(("n ", "n_"))
+    values = pd.to_numeric(col, errors="coerce").dropna()
+    return named and col.dtype.kind == "f" and bool((values == values.round()).all())
+
+
 def write_table(t: pd.DataFrame, out: Path, name: str, title: str, as_written: bool = False) -> list[Path]:
     """md, tex and csv. `as_written`: every cell is text shown as it is ("1.00 ± 0.00" and "1.00" alike),
     not reformatted as a number."""
     out.mkdir(parents=True, exist_ok=True)
+    t = t.astype({c: "Int64" for c in t.columns if _counts(c, t[c])})  # prompt counts print as 3, not 3.000
     index = not isinstance(t.index, pd.RangeIndex)  # row numbers are not worth a column
     md = out / f"{name}.md"
     bold = _bold_alerts(t, lambda v: f"**{v}**")

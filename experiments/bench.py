@@ -54,6 +54,7 @@ from goose.budget import BUSY_SPREAD, cost_curve, round_spread
 from goose.decode import generate
 from goose.engine import Engine
 from goose.errors import GooseError
+from goose.inputs import check_length, token_room
 from goose.methods import arm, build_drafters, method_names, parse_spec
 from goose.models import identify_model, load_model, model_config, model_config_names, stop_ids
 from goose.sampling import Sampling
@@ -85,6 +86,55 @@ def check_names(ap: argparse.ArgumentParser, args) -> None:
                      + (" (as NAME[@BUDGET][:MEMORY]), or hf-greedy, hf-prompt-lookup" if flag == "--methods" else ""))
     if args.repeats < 0 or (args.n_prompts is not None and args.n_prompts < 1) or args.max_new_tokens < 1:
         ap.error("--repeats must be >= 0, --n-prompts and --max-new-tokens >= 1")
+
+
+def check_figure(ap: argparse.ArgumentParser, args) -> None:
+    """--figure: what it needs, its own file (not --json's), and a format matplotlib writes, all before any work."""
+    missing = [flag for flag, value in (("--concurrency", args.concurrency), ("--json", args.json)) if not value]
+    if missing:
+        ap.error(f"--figure plots a concurrency sweep: give {' and '.join(missing)} too")
+    if Path(args.figure).resolve() == Path(args.json).resolve():
+        ap.error(f"--json and --figure name one file ({args.figure}): give each its own path")
+    ext = Path(args.figure).suffix.lower().lstrip(".")
+    if ext:  # none: matplotlib's default format (savefig.format)
+        from matplotlib.figure import Figure
+
+        formats = Figure().canvas.get_supported_filetypes()
+        if ext not in formats:
+            ap.error(f"--figure {args.figure}: matplotlib cannot write .{ext}; use one of "
+                     f"{', '.join('.' + f for f in sorted(formats))}")
+
+
+OUTPUTS = ("--json", "--figure")  # the files a run writes; an earlier one is removed before the command line is read
+
+
+def output_paths(argv: list[str]) -> list[str]:
+    """The values of --json and --figure in `argv` (as `--json X`, `--json=X`, or an abbreviation argparse takes),
+    found before parsing, so that a command line argparse refuses leaves no earlier file standing in for its run."""
+    found = []
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        name, eq, value = a.partition("=")
+        if len(name) < 3 or not any(flag.startswith(name) for flag in OUTPUTS):
+            continue
+        if eq:
+            found.append(value)
+        elif i + 1 < len(argv):
+            found.append(argv[i + 1])
+    return [f for f in found if f]
+
+
+def remove_stale(argv: list[str]) -> None:
+    """Remove an earlier file at --json's or --figure's path (a folder or an unremovable file is left for
+    bench_json.claim to report, after the command line is checked)."""
+    for f in output_paths(argv):
+        p = Path(f)
+        if p.is_symlink() or p.is_file():
+            try:
+                p.unlink()
+            except OSError:
+                pass
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -134,8 +184,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
             ap.error(f"--concurrency: {', '.join(hf)} decode one request at a time; leave them out")
         if args.repeats < 1:
             ap.error("--concurrency needs --repeats >= 1")
-    if args.figure and not (args.concurrency and args.json):
-        ap.error("--figure plots a concurrency sweep: give --concurrency and --json too")
+    if args.figure:
+        check_figure(ap, args)
     try:
         args.sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
     except GooseError as e:
@@ -145,6 +195,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     given = sys.argv[1:] if argv is None else list(argv)
+    remove_stale(given)  # before parse: a refused command line leaves no earlier --json or --figure file either
     args = parse(given)
     sampling = args.sampling
 
@@ -164,12 +215,14 @@ def main(argv: list[str] | None = None) -> None:
         if args.prompts:
             from goose.benchmark_loaders import prompts_file
 
-            prompts = [("prompts", tok(p.text).input_ids) for p in prompts_file(args.prompts)[: args.n_prompts]]
+            named = [("prompts", p.id, tok(p.text).input_ids) for p in prompts_file(args.prompts)[: args.n_prompts]]
             source = args.prompts
         else:
             n = args.n_prompts or DEFAULT_N_PROMPTS
-            prompts = [(b, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[:n]]
+            named = [(b, p.id, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[:n]]
             source = ", ".join(args.benchmarks)
+        check_lengths(named, Engine(model).max_positions, args.max_new_tokens)
+        prompts = [(b, ids) for b, _, ids in named]
         if args.concurrency:
             backend = (args.backends or [default_backend(device, dtype)])[0]
             info = bench_json.ran_on(args, identity, device, dtype, [backend], len(prompts), source, given)
@@ -351,6 +404,14 @@ def main(argv: list[str] | None = None) -> None:
                                      "ar_same_as_eager": {b: same_as_eager[b] for b in backends if b != "eager"},
                                      "profiled": profiled})
         print(f"wrote {args.json}")
+
+
+def check_lengths(named: list[tuple[str, str, list[int]]], limit: int | None, max_new_tokens: int) -> None:
+    """Before any work: every prompt ((benchmark, id, ids)) and its --max-new-tokens fit in the model's context, in
+    run.py's words (goose.inputs), naming the prompt's id; every method decodes the same number of tokens."""
+    for _, pid, ids in named:
+        token_room(pid, len(ids), limit, max_new_tokens)  # not one new token fits
+        check_length(f"prompt '{pid}'", len(ids), limit, max_new_tokens)
 
 
 def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling, identity, backend,

@@ -199,3 +199,68 @@ def test_the_json_refuses_nan_and_is_written_whole_or_not_at_all(tmp_path):
     assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
     bench_json.write(str(out), {"tpot_p50_ms": None})
     assert strict(out) == {"tpot_p50_ms": None}
+
+
+# --- a new user's trial: every mistake refused up front, in one line, leaving no earlier file -------------------------
+def refused(capsys, argv) -> str:
+    """bench.main(argv) refuses with exit status 2 before any work; its stderr's last line."""
+    with pytest.raises(SystemExit) as e:
+        bench.main(argv)
+    assert e.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_json_and_figure_at_one_path_are_refused(tmp_path, capsys):
+    same = str(tmp_path / "same.png")
+    err = refused(capsys, ["--concurrency", "2", "--json", same, "--figure", same])
+    assert "--json and --figure name one file" in err, err
+
+
+@pytest.mark.parametrize("bad", [["--repeats", "-1"], ["--n-prompts", "0"], ["--methods", "gooose"], ["--bogus-flag"],
+                                 ["--temperature", "-1"], ["--figure", "{fig}"]])
+@pytest.mark.parametrize("form", ["apart", "equals"])
+def test_a_refused_command_line_leaves_no_earlier_json_or_figure(bad, form, tmp_path, capsys):
+    """parse() refuses before bench_json.claim() runs: the earlier run's files at --json and --figure go anyway."""
+    out, fig = tmp_path / "out.json", tmp_path / "f.png"
+    out.write_text('{"rows": "stale"}')
+    fig.write_bytes(b"stale")
+    given = ["--json", str(out)] if form == "apart" else [f"--json={out}"]
+    refused(capsys, [*given, *[a.format(fig=fig) for a in bad]])
+    assert not out.exists()
+    if "--figure" in bad:
+        assert not fig.exists()
+
+
+def test_figure_says_only_what_is_missing(tmp_path, capsys):
+    out = str(tmp_path / "out.json")
+    err = refused(capsys, ["--figure", str(tmp_path / "f.png"), "--json", out])
+    assert "give --concurrency too" in err and "--json too" not in err, err
+    err = refused(capsys, ["--figure", str(tmp_path / "f.png"), "--concurrency", "2"])
+    assert "give --json too" in err and "--concurrency" not in err.split("give")[1], err
+
+
+def test_a_figure_format_matplotlib_cannot_write_is_refused_before_the_run(tmp_path, capsys):
+    out = str(tmp_path / "out.json")
+    err = refused(capsys, ["--concurrency", "2", "--json", out, "--figure", str(tmp_path / "fig.xyz")])
+    assert "--figure" in err and "matplotlib cannot write .xyz" in err and ".png" in err, err
+    for ok in ("fig.svg", "fig.PDF", "fig"):
+        assert bench.parse(["--concurrency", "2", "--json", out, "--figure", str(tmp_path / ok)]).figure
+
+
+def test_a_prompt_longer_than_the_context_is_refused_before_any_work_naming_its_id(tiny_folder, tmp_path, capsys):
+    """The tiny model holds 1024 positions: a 2400-token prompt is refused in run.py's words (not an IndexError after
+    the first prompt ran), and so is one whose --max-new-tokens would not fit; the --json is not left behind."""
+    out = tmp_path / "out.json"
+    for text, says in (("x " * 1200, "prompt 'long' has 2400 tokens: not one new token fits in the model's context "
+                                     "of 1024"),
+                       ("x " * 510, "prompt 'long' has 1020 tokens; with max_new_tokens=6 it exceeds the model's "
+                                    "context of 1024. Lower max_new_tokens to 4 or less")):
+        p = tmp_path / "long.jsonl"
+        p.write_text(json.dumps({"id": "short", "prompt": "def f(x):\n    return x\n"}) + "\n"
+                     + json.dumps({"id": "long", "prompt": text}) + "\n")
+        out.write_text("{}")
+        with pytest.raises(SystemExit) as e:
+            run_bench(tiny_folder, p, "--repeats", "1", "--json", str(out))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert e.value.code == 2 and err[-1].startswith(f"error: {says}"), err
+        assert not out.exists()

@@ -13,12 +13,14 @@ SAME_RUN = {"speedup_source": "interleaved", **{f"{p}{k}": v for p in ("", "ar_"
              "sweep_id": "s"}.items()}}
 
 
-def put(root, method: str, bench: str, steps: dict[str, int], new: int = 120, budget="60", **extra):
+def put(root, method: str, bench: str, steps: dict[str, int], new: int = 120, budget="60", accepted=None,
+        drafted=None, **extra):
     """One configuration's rows: prompt id -> forwards (tau = new / forwards, known in advance)."""
     tag = "-".join(f"{k}{v}" for k, v in extra.items())
     f = ResultsFile(root / "m" / bench / method / f"B{budget}{tag}" / "results.csv")
-    for pid, n in steps.items():
-        f.append({"model": "m", "benchmark": bench, "method": method, "budget": budget, "prompt_id": pid,
+    for k, (pid, n) in enumerate(steps.items()):
+        counts = {"accepted": accepted[k], "drafted": drafted[k]} if accepted else {}
+        f.append({**counts, "model": "m", "benchmark": bench, "method": method, "budget": budget, "prompt_id": pid,
                   "new_tokens": new, "steps": n, "tau": new / n, "wall_s": n * 0.1, "tokens_per_s": new / (n * 0.1),
                   "lossless": True, "config_hash": f"{method}-{bench}-{budget}{tag}", "ar_wall_s": new * 0.1,
                   "max_new_tokens": extra.get("N", new), **SAME_RUN})
@@ -101,3 +103,29 @@ def test_rows_an_artifact_does_not_read_are_named_and_a_refusal_says_what_is_the
     df.loc[df.config_hash.str.endswith("c4"), "concurrency"] = 4
     make("all_methods", df, tmp_path / "out")
     assert "left out 1 row(s) at concurrency 4 (the concurrency artifact reads them" in capsys.readouterr().out
+
+
+def test_source_gap_and_table1_never_pool_or_average_one_benchmark_twice(tmp_path, capsys):
+    root = tmp_path / "r"
+    for n in (12, 8):  # one benchmark at two lengths
+        put(root, "pld", "humaneval", {"0": n, "1": n}, new=n, budget="fixed", N=n, accepted=[5, 5], drafted=[50, 50])
+        put(root, "tr", "humaneval", {"0": n, "1": n}, new=n, budget="fixed", N=n, accepted=[1, 1], drafted=[100, 100])
+        for m, steps in (("goose", 2), ("iso3", 4), ("iso5", 3)):
+            put(root, m, "humaneval", {"0": steps, "1": steps}, new=n, N=n)
+    gap = table("source_gap", root, tmp_path)
+    assert "all" not in set(gap.benchmark) and set(gap["standalone PLD vs TR (as published): n"]) == {2}
+    t1 = table("table1", root, tmp_path)
+    assert "macro mean" not in set(t1.model) and "no macro mean" in capsys.readouterr().out
+    assert (tmp_path / "out" / "table1.md").read_text().rstrip().endswith("|   2 |")  # n as a count, not 2.000
+
+
+def test_one_refused_artifact_leaves_the_others_written_and_the_exit_says_it(tmp_path, capsys):
+    from analysis.reproduce import main
+
+    root = tmp_path / "r"
+    put(root, "goose", "gsm8k", {"0": 30, "1": 20})
+    with pytest.raises(SystemExit) as e:
+        main(["table1", "all_methods", "--results", str(root), "--out", str(tmp_path / "out")])
+    assert e.value.code == 2 and (tmp_path / "out" / "all_methods.csv").is_file()
+    err = capsys.readouterr().err
+    assert "error: table1: no rows of iso3, iso5" in err and "not written: table1" in err

@@ -269,7 +269,7 @@ def test_an_sglang_size_below_one_is_refused(size):
     ([1, 2], [[1, 0], [1, 2]], "entries must be 0 or 1"),
     ([1, 2], [[1, 0], [1]], "must be 2 x 2 for 2 tokens (row 1 has 1 entry)"),
     ([1, 2, 3], [[1, 0, 0], [1, 1, 0]], "must be 3 x 3 for 3 tokens (2 rows)"),
-    ([1, 2], [1, 0, 1, 1], "a flat array is split into rows first"),
+    ([1, 2], [1, 0, 1, 1], "split a flat array of 4 into rows of 2 yourself"),
     ([], [], "has no tokens"),
 ])
 def test_an_sglang_mask_that_is_not_a_tree_is_refused(tokens, mask, says):
@@ -347,3 +347,95 @@ def test_a_run_at_concurrency_2_prints_batched_ar(tiny_folder, tmp_path, run_goo
                        f"results_dir={tmp_path / 'res'}")
     assert s["speedup_prompts"] == 2
     assert "(batched AR timing at concurrency 2, 2/2 prompts)" in out and "interleaved AR timing" not in out
+
+
+# --- a new user's trial: SGLang's format and the API refuse in words, and take numpy's integers and bools -------------
+@pytest.mark.parametrize("parents, says", [
+    ([-1, 2, 1], "nodes [1, 2] cannot be reached from the root (their parents form a cycle)"),
+    ([-1, 0, 7], "node 2's parent 7 is not another node of the draft (0..2)"),
+    ([-1, 0, -1], "node 2 has parent -1 too, a second root"),
+    ([-1, 0], "one parent per token (got 3 tokens and 2 parents)"),
+    ([0, 0, 1], "node 0 of a draft is the root, with parent -1"),
+])
+def test_an_sglang_draft_that_is_not_a_tree_is_refused_not_cut(parents, says):
+    from goose.engine import Draft
+    from goose.sglang_format import batch_to_sglang, to_sglang
+
+    draft = Draft([5, 6, 7], parents)
+    for call in (lambda: to_sglang(draft, 4), lambda: batch_to_sglang([draft], 4)):
+        with pytest.raises(GooseError) as e:
+            call()
+        assert says in str(e.value) and "not a tree" in str(e.value)
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda f: f.from_sglang(None, [[1]]), "SGLang tokens must be a list of token ids (got None)"),
+    (lambda f: f.from_sglang(5, [[1]]), "SGLang tokens must be a list of token ids (got an int)"),
+    (lambda f: f.from_sglang(["a", "b"], [[1, 0], [1, 1]]), "token ids, integers >= 0 (got 'a')"),
+    (lambda f: f.from_sglang([None, 1], [[1, 0], [1, 1]]), "token ids, integers >= 0 (got None)"),
+    (lambda f: f.from_sglang([3, -1], [[1, 0], [1, 1]]), "token ids, integers >= 0 (got -1)"),
+    (lambda f: f.from_sglang([3, 4], None), "SGLang mask must be 2 rows of 2 entries for 2 tokens (got None)"),
+    (lambda f: f.batch_to_sglang(None, 4), "batch_to_sglang takes a list of goose.engine.Draft (got None)"),
+    (lambda f: f.batch_to_sglang([[5, 6]], 4), "drafts[0] must be a goose.engine.Draft (got a list)"),
+    (lambda f: f.to_sglang([5, 6], 4), "a draft must be a goose.engine.Draft (got a list)"),
+])
+def test_sglang_arguments_of_the_wrong_kind_are_refused_in_words(call, says):
+    from goose import sglang_format
+
+    with pytest.raises(GooseError) as e:
+        call(sglang_format)
+    assert says in str(e.value)
+
+
+def test_an_sglang_size_of_any_integer_type_is_taken():
+    import numpy as np
+
+    from goose.engine import Draft
+    from goose.sglang_format import batch_to_sglang, from_sglang, to_sglang
+
+    draft = Draft([5, 6, 7], [-1, 0, 1])
+    assert to_sglang(draft, np.int64(4)) == to_sglang(draft, 4)
+    assert batch_to_sglang([draft], np.int32(4)) == batch_to_sglang([draft], 4)
+    tokens, mask = to_sglang(draft, 4)
+    assert from_sglang(np.array(tokens), np.array(mask)).parents == from_sglang(tokens, mask).parents
+
+
+def test_api_takes_numpy_bools_and_names_numpy_types_when_refusing(model):
+    import numpy as np
+
+    import goose
+
+    ids = model.tokenizer(TEXT).input_ids
+    want = goose.generate(model, ids, method="ar", max_new_tokens=4)
+    got = goose.generate(model, ids, method="ar", max_new_tokens=4, stop_at_eos=np.bool_(True),
+                         chat_template=np.bool_(False))
+    assert got.tokens == want.tokens
+    with pytest.raises(GooseError, match=r"stop_at_eos must be True or False \(got .*, a numpy.float64\)"):
+        goose.generate(model, ids, method="ar", max_new_tokens=4, stop_at_eos=np.float64(1.0))
+
+
+def test_api_says_what_an_empty_prompt_was(model):
+    import numpy as np
+    import torch
+
+    import goose
+
+    for prompt, says in ((torch.tensor([], dtype=torch.long), "got an empty tensor of shape (0,)"),
+                         (np.array([], dtype=np.int64), "got an empty numpy array of shape (0,)"),
+                         ([], "got an empty list"), ([1, "a"], "got a list holding 'a', not a token id")):
+        with pytest.raises(GooseError) as e:
+            goose.generate(model, prompt, method="ar", max_new_tokens=4)
+        assert says in str(e.value), str(e.value)
+
+
+def test_api_gives_the_real_prompt_limit(model):
+    """The tiny model holds 1024 positions: with max_new_tokens=4 a prompt of 1020 tokens fits, 1021 does not, and the
+    message for a prompt of 1024 or more says 1020, not 'fewer than 1024'."""
+    import goose
+
+    for n in (1023, 2000):
+        with pytest.raises(GooseError) as e:
+            goose.generate(model, [1] * n, method="ar", max_new_tokens=4)
+        msg = str(e.value)
+        assert "shorten the prompt to 1020 tokens or fewer" in msg.lower() and "fewer than 1024" not in msg, msg
+    assert len(goose.generate(model, [1] * 1020, method="ar", max_new_tokens=4, stop_at_eos=False).tokens) == 4

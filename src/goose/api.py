@@ -26,7 +26,7 @@ from goose.decode import generate as decode
 from goose.drafter import Drafter
 from goose.engine import Engine
 from goose.errors import GooseError
-from goose.inputs import check_budget, check_length
+from goose.inputs import check_budget
 from goose.models import ModelIdentity, identify_model, load_model, model_config, model_config_names, stop_ids
 from goose.results import token_pieces
 from goose.sampling import Sampling
@@ -143,16 +143,22 @@ class Output:
 
 # --- the arguments: each of its type, or one GooseError naming it (a truthy "no" is not True) -----------------
 def _got(value) -> str:
-    """What was given: the value and, where its text does not say it, its type."""
+    """What was given: the value and, where its text does not say it, its type (numpy's as numpy.NAME)."""
     if value is None or isinstance(value, bool):
         return f"got {value!r}"
     kind = type(value).__name__
+    if type(value).__module__ == "numpy":
+        kind = f"numpy.{kind}"
     return f"got {value!r}, {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
+def _is_numpy_bool(value) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
+
+
 def _flag(fn: str, name: str, value) -> bool:
-    if isinstance(value, bool):
-        return value
+    if isinstance(value, bool) or _is_numpy_bool(value):
+        return bool(value)
     raise GooseError(f"{fn}: {name} must be True or False ({_got(value)}).")
 
 
@@ -200,9 +206,38 @@ def _method_args(fn: str, method, budget, memory):
     return method, budget, memory
 
 
+def _check_length(fn: str, n: int, limit: int | None, max_new_tokens: int) -> None:
+    """Refuse a prompt whose whole generation does not fit in the context, giving the real limits: a prompt of at
+    most context - max_new_tokens tokens, or max_new_tokens of at most context - prompt."""
+    if limit is None or n + max_new_tokens <= limit:
+        return
+    fits = limit - max_new_tokens
+    shorten = (f"shorten the prompt to {fits} tokens or fewer (the context less max_new_tokens)" if fits >= 1 else
+               f"lower max_new_tokens below {limit} and shorten the prompt")
+    fit = (f"Lower max_new_tokens to {limit - n} or less, or {shorten}" if n < limit else
+           shorten[0].upper() + shorten[1:])
+    raise GooseError(f"{fn}: the prompt has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
+                     f"context of {limit}. {fit}.")
+
+
+def _prompt_got(prompt) -> str:
+    """What a refused prompt was, in words: an empty tensor, a list holding a non-id, ..."""
+    if isinstance(prompt, torch.Tensor) or type(prompt).__module__ == "numpy":
+        kind = "tensor" if isinstance(prompt, torch.Tensor) else "numpy array"
+        empty = "an empty" if 0 in tuple(getattr(prompt, "shape", ())) else "a"
+        return f"got {empty} {kind} of shape {tuple(prompt.shape)}"
+    if isinstance(prompt, (list, tuple)):
+        if not prompt:
+            return f"got an empty {type(prompt).__name__}"
+        bad = next((t for t in prompt if isinstance(t, bool) or not isinstance(t, numbers.Integral)), None)
+        return f"got a {type(prompt).__name__} holding {bad!r}, not a token id"
+    return _got(prompt)
+
+
 def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
     from goose.inputs import build_input
 
+    given = prompt
     if isinstance(prompt, str):
         if not prompt:
             raise GooseError("goose.generate: the prompt is an empty string: give it text to continue.")
@@ -225,8 +260,7 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
         if bad:
             raise GooseError(f"prompt: token ids {bad[:5]} are outside this model's vocabulary (0..{vocab - 1}).")
         return list(prompt)
-    raise GooseError(f"prompt must be a string, a non-empty list of token ids or a 1-D tensor; got "
-                     f"{type(prompt).__name__}.")
+    raise GooseError(f"prompt must be a string, a non-empty list of token ids or a 1-D tensor; {_prompt_got(given)}.")
 
 
 def make_method(model: Model, method: str | Drafter, budget: int | str = 60, memory: str | None = None) -> Drafter:
@@ -276,7 +310,7 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     sampling = Sampling(temperature, top_k, top_p, seed)
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
-    check_length(f"{fn}: the prompt", len(ids), model.engine.max_positions, max_new_tokens)
+    _check_length(fn, len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
                  None if sampling.greedy else sampling)
     pieces = token_pieces(model.tokenizer, gen.tokens)

@@ -8,6 +8,8 @@ Drafts that are not trees (Lookahead's window) have no such form.
 
 from __future__ import annotations
 
+import numbers
+
 from goose.engine import Draft
 from goose.errors import GooseError
 
@@ -25,17 +27,48 @@ def bfs_order(parents: list[int]) -> list[int]:
 
 def check_size(size) -> int:
     """SGLang's draft size D: the root (the last committed token) and D - 1 nodes after it."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
         raise GooseError(f"SGLang draft size must be an integer >= 1: the root and the draft nodes after it (got "
                          f"{size!r}).")
-    return size
+    return int(size)
+
+
+def _kind(value) -> str:
+    kind = type(value).__name__
+    return "None" if value is None else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def check_tree(draft) -> None:
+    """A goose.engine.Draft that is one tree: a parent per token, node 0 the only root (parent -1), every other
+    node's parent a node, and every node reachable from the root (no cycle). A GooseError says which is not."""
+    if not isinstance(draft, Draft):
+        raise GooseError(f"SGLang: a draft must be a goose.engine.Draft (got {_kind(draft)}).")
+    if draft.visibility is not None:
+        raise GooseError("a draft with its own visibility matrix (not a tree) has no SGLang form.")
+    tokens, parents = draft.tokens, draft.parents
+    n = len(tokens)
+    if len(parents) != n:
+        raise GooseError(f"SGLang: a draft needs one parent per token (got {n} tokens and {len(parents)} parents): "
+                         "not a tree.")
+    if n < 1 or parents[0] != -1:
+        raise GooseError("SGLang: node 0 of a draft is the root, with parent -1: not a tree.")
+    for i in range(1, n):
+        p = parents[i]
+        if p == -1:
+            raise GooseError(f"SGLang: node {i} has parent -1 too, a second root (a tree has one, node 0): not a tree.")
+        if isinstance(p, bool) or not isinstance(p, numbers.Integral) or not 0 <= p < n or p == i:
+            raise GooseError(f"SGLang: node {i}'s parent {p!r} is not another node of the draft (0..{n - 1}): "
+                             "not a tree.")
+    lost = sorted(set(range(n)) - set(bfs_order(parents)))
+    if lost:
+        raise GooseError(f"SGLang: nodes {lost} cannot be reached from the root (their parents form a cycle): "
+                         "not a tree.")
 
 
 def to_sglang(draft: Draft, size: int) -> tuple[list[int], list[list[int]]]:
     """(tokens [size], mask [size][size]) of a tree draft."""
-    check_size(size)
-    if draft.visibility is not None:
-        raise GooseError("a draft with its own visibility matrix (not a tree) has no SGLang form.")
+    size = check_size(size)
+    check_tree(draft)
     order = bfs_order(draft.parents)[:size]
     where = {old: new for new, old in enumerate(order)}
     tokens = [draft.tokens[i] for i in order]
@@ -55,14 +88,22 @@ def from_sglang(tokens: list[int], mask: list[list[int]]) -> Draft:
     """The tree a (tokens, mask) pair describes: each node's parent is its deepest proper ancestor. The mask must
     be a tree's, as `to_sglang` writes it: D x D for D tokens, 0/1, row 0 the root alone, and each later row
     itself plus one path from the root to its parent (which comes before it), nothing after it."""
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__") or not hasattr(tokens, "__iter__"):
+        raise GooseError(f"SGLang tokens must be a list of token ids (got {_kind(tokens)}).")
+    tokens = list(tokens)
+    bad = next((t for t in tokens if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0), "ok")
+    if bad != "ok":
+        raise GooseError(f"SGLang tokens must be token ids, integers >= 0 (got {bad!r}).")
+    tokens = [int(t) for t in tokens]
     n = len(tokens)
     if n < 1:
         raise GooseError("SGLang draft has no tokens: token 0 (the root, the last committed token) is always there.")
     try:
         mask = [list(row) for row in mask]
     except TypeError:
-        raise GooseError(f"SGLang mask must be {n} rows of {n} entries for {n} tokens (a flat array is split into rows "
-                         "first).") from None
+        raise GooseError(f"SGLang mask must be {n} rows of {n} entries for {n} tokens (got {_kind(mask)}"
+                         f"{'' if mask is None else ' whose entries are not rows'}); split a flat array of {n * n} "
+                         f"into rows of {n} yourself.") from None
     rows = len(mask)
     bad = next((i for i, row in enumerate(mask) if len(row) != n), None)
     if rows != n or bad is not None:
@@ -88,9 +129,13 @@ def from_sglang(tokens: list[int], mask: list[list[int]]) -> Draft:
 
 def batch_to_sglang(drafts: list[Draft], size: int) -> tuple[list[int], list[int]]:
     """A batch's drafts as SGLang's flat arrays: ids [batch * size], masks [batch * size * size]."""
-    check_size(size)
+    size = check_size(size)
+    if isinstance(drafts, Draft) or not isinstance(drafts, (list, tuple)):
+        raise GooseError(f"SGLang: batch_to_sglang takes a list of goose.engine.Draft (got {_kind(drafts)}).")
     ids, masks = [], []
-    for d in drafts:
+    for i, d in enumerate(drafts):
+        if not isinstance(d, Draft):
+            raise GooseError(f"SGLang: batch_to_sglang: drafts[{i}] must be a goose.engine.Draft (got {_kind(d)}).")
         t, m = to_sglang(d, size)
         ids += t
         masks += [v for row in m for v in row]
