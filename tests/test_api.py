@@ -55,7 +55,7 @@ def test_generate_any_prompt_form_equals_ar_and_hf(model):
     assert goose.generate(model, np.array(ids), method="goose", budget=16, max_new_tokens=40).tokens == ref
     for bad, msg in (([[1, 2]], "list of token ids"), (torch.zeros(2, 3, dtype=torch.long), "1-D"),
                      (torch.zeros(3), "must be integers"), ([1, 99999], "outside this model's vocabulary"),
-                     (3.5, "got float")):
+                     (3.5, "got 3.5, a float")):
         with pytest.raises(GooseError, match=msg):
             goose.generate(model, bad, max_new_tokens=4)
     for kwargs, msg in ((dict(method="goose@30"), "budget=..."), (dict(memory="run"), "same instance"),

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from test_run import ROOT, rows, run_py
@@ -314,3 +315,38 @@ def test_rest_build_and_bench_refuse_unknown_names(tmp_path):
         b = subprocess.run([sys.executable, str(ROOT / "experiments" / "bench.py"), flag, name], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=60)
         assert b.returncode == 2 and f"unknown '{name}'" in b.stderr and valid in b.stderr, b.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cost(tiny_folder, prompt_file, tmp_path,
+                                                                                   run_goose, monkeypatch, concurrency):
+    """budget=auto prunes against this machine's cost (curve; at concurrency > 1 surface): a resume on another
+    machine, thread count or with a re-measured cost would add rows an uninterrupted run does not have, in the
+    same folder. It refuses; with the same cost it resumes as usual."""
+    from goose.errors import GooseError
+
+    base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
+            "method=goose", "budget=auto", "max_new_tokens=12", "speedup_reference=none", "n_prompts=2",
+            f"results_dir={tmp_path / 'r'}", f"concurrency={concurrency}"]
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "a"))
+    first, _ = run_goose(*base)
+    csv = Path(first["run_dir"]) / "results.csv"
+    assert "cost_fingerprint" in csv.read_text().splitlines()[0]
+
+    def lose_a_row():  # an interrupted run: its last row never written
+        csv.write_text("".join(csv.read_text().splitlines(keepends=True)[:-1]))
+
+    lose_a_row()
+    again, out = run_goose(*base)  # the same cost (its cache read back): resumed as usual
+    assert "1 prompt(s) to go" in out and again["prompts"] == 2
+    lose_a_row()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # another cost: the cached one with its widest width dearer
+    for profile in (tmp_path / "b" / "profiles").glob("*.json"):
+        cost = json.loads(profile.read_text())
+        last = cost["seconds"][-1]
+        cost["seconds"][-1] = [x * 3 for x in last] if isinstance(last, list) else last * 3
+        profile.write_text(json.dumps(cost))
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
+    with pytest.raises(GooseError, match="pruned against another cost"):
+        run_goose(*base)

@@ -78,7 +78,7 @@ def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     made = []
 
-    def fake_convert(path, out):
+    def fake_convert(path, out, dtype=None):
         made.append(out)
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")

@@ -16,6 +16,7 @@ from goose.batch_timing import BatchTimer
 from goose.cost_surface import cost_surface
 from goose.decoding import Decoding
 from goose.drafter import Drafter
+from goose.fingerprints import digest
 from goose.inputs import token_room, turns_of
 from goose.methods import prepare_drafter
 from goose.records import write_trace
@@ -30,6 +31,7 @@ class BatchedDecoding(Decoding):
         if spec.budget.auto:
             surface = cost_surface(self.batch, ident.model, spec.torch_device, spec.torch_dtype, spec.concurrency)
         prepare_drafter(drafter, spec.budget, self.tok, spec.model.name, lambda: surface.curve(1), defer=True)
+        self.cost_fp = digest(surface.to_json(), 12) if surface is not None else ""
         self.batch_timer = BatchTimer(self.batch, self.stops, spec.repeats, spec.speedup_reference, spec.sampling,
                                       surface, spec.trace)
 
@@ -49,6 +51,7 @@ class BatchedDecoding(Decoding):
 
         spec, ident = self.spec, self.ident
         self.check_room(todo)
+        self.check_cost()
         order = prompts
         if len(order) > len(todo):
             print(f"[goose] concurrency {spec.concurrency}: decoding the {len(order) - len(todo)} finished prompt(s) "

@@ -150,16 +150,21 @@ def launcher_options_refused(argv: list[str]) -> str | None:
 
     from goose.sections import close_match
 
-    keys = [a.lstrip("+~").split("=", 1)[0][len("hydra.launcher."):] for a in argv
-            if a.lstrip("+~").startswith("hydra.launcher.")]
-    keys = [k.split(".")[0] for k in keys if k]
+    for arg in argv:
+        if arg.lstrip("+~").startswith("hydra.launcher="):
+            value = arg.split("=", 1)[1]
+            return (f"{arg}: a launcher is chosen with a slash, not a dot: write hydra/launcher={value} "
+                    "(hydra/launcher=slurm submits a sweep's jobs to SLURM: docs/slurm.md)")
+    given = [a.lstrip("+~").split("=", 1) for a in argv if a.lstrip("+~").startswith("hydra.launcher.")]
+    keys = [k[len("hydra.launcher."):].split(".")[0] for k, *_ in given if k[len("hydra.launcher."):]]
     if not keys:
         return None
     if (why := launcher_name_refused(argv)) is not None:
         return why
     name = _launcher(argv) or "basic"
     try:
-        options = sorted(k for k in _hydra_config([f"hydra/launcher={name}"]).hydra.launcher if k != "_target_")
+        launcher = _hydra_config([f"hydra/launcher={name}"]).hydra.launcher
+        options = sorted(k for k in launcher if k != "_target_")
         slurm = _hydra_config(["hydra/launcher=slurm"]).hydra.launcher if "slurm" not in name else {}
     except HydraException:
         return None  # Hydra alone can say what is wrong with this launcher's config
@@ -172,6 +177,31 @@ def launcher_options_refused(argv: list[str]) -> str | None:
                     f"hydra.launcher.{key} to run here")
         takes = f"its options: {', '.join(options)}" if options else "it takes none"
         return f"hydra.launcher.{key}: not an option of hydra/launcher={name}{close_match(key, options)}; {takes}"
+    return _launcher_types_refused(launcher, given)
+
+
+def _launcher_types_refused(launcher: DictConfig, given: list[list[str]]) -> str | None:
+    """A launcher option given a value of the wrong type (hydra.launcher.gpus_per_node=two), in one line naming
+    the option and the type it takes, as the launcher's own config (a dataclass) would refuse it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException, ValidationError
+
+    for key, *value in given:
+        option = key[len("hydra.launcher."):]
+        if not value or "." in option or option not in launcher:
+            continue
+        try:
+            parsed = OverridesParser.create().parse_override(f"{key}={value[0]}")
+            if parsed.is_sweep_override():
+                continue
+            launcher[option] = parsed.value()
+        except ValidationError as e:
+            said = str(e).splitlines()[0]
+            return (f"{key}={value[0]}: the launcher's option {option} takes a value of type "
+                    f"{said.rsplit(' ', 1)[-1]} ({said})")
+        except (HydraException, OmegaConfBaseException, ValueError):
+            continue  # Hydra alone can say what is wrong with it
     return None
 
 
@@ -220,7 +250,7 @@ def _sweep_jobs(argv: list[str]) -> tuple[list[list[str]], list[str]] | None:
     return jobs, swept
 
 
-def _check_job(cfg: DictConfig, remote: bool) -> None:
+def _check_job(cfg: DictConfig, remote: bool):
     """What a job checks before it loads anything: its run spec (goose.spec.RunSpec.from_config, the same parsers)
     and whether its method can take budget=auto (as goose.methods.make_drafter asks, from the drafter's class:
     no drafter is built here, REST's would load its datastore). `remote`: the job runs on another machine
@@ -241,6 +271,40 @@ def _check_job(cfg: DictConfig, remote: bool) -> None:
     if spec.budget.auto and not spec.method.cls.capabilities.auto_budget:
         raise GooseError(f"method '{spec.method.name}' does not support budget=auto (it cannot prune its drafts); "
                          "give a number of nodes, e.g. budget=60.")
+    return spec
+
+
+def _check_inputs(spec, seen: set) -> None:
+    """What a job reads before it decodes, each value once: its model path (model=hf/gguf, as identify_model
+    checks it, without fingerprinting the weights), its benchmark file (benchmark.path: its prompts loaded, as the
+    job loads them) and, with chat_template=true, the chat template of a model folder's tokenizer."""
+    from goose.benchmarks import load_benchmark
+    from goose.inputs import check_chat_template
+    from goose.models import TOKENIZER_FILES, _is_gguf, identify_model
+
+    model, bench = spec.model, spec.benchmark
+    path = Path(os.path.expanduser(str(model.path))).resolve() if model.path else None
+    if model.source in ("hf", "gguf") and ("model", model.source, path) not in seen:
+        if model.source == "gguf":
+            ok = path is not None and path.is_file() and _is_gguf(path)
+        else:
+            ok = path is not None and (path / "config.json").is_file() and any((path / f).is_file()
+                                                                              for f in TOKENIZER_FILES)
+        if not ok:
+            identify_model(model)  # says what is wrong (before it would fingerprint anything)
+        seen.add(("model", model.source, path))
+    if bench.path and ("benchmark", bench.name, bench.path, bench.turns) not in seen:
+        load_benchmark(bench, spec.data_dir)
+        seen.add(("benchmark", bench.name, bench.path, bench.turns))
+    if spec.chat_template and model.source == "hf" and ("chat", path) not in seen:
+        from transformers import AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(str(path))
+        except (OSError, ValueError):
+            return  # the job says it
+        check_chat_template(tok, True, f"model '{path.name}' ({path})")
+        seen.add(("chat", path))
 
 
 def sweep_refused(argv: list[str]) -> str | None:
@@ -259,6 +323,7 @@ def sweep_refused(argv: list[str]) -> str | None:
         return None  # one job: it checks itself, first
     sys.path.extend(folders)  # a user's drafter beside its YAML, as hydra_main adds it
     name = _launcher(argv) or "basic"
+    seen: set = set()
     with initialize_config_dir(str(CONF), version_base="1.3"):
         for job in jobs:
             try:
@@ -266,11 +331,41 @@ def sweep_refused(argv: list[str]) -> str | None:
             except HydraException:
                 return None  # Hydra says it, before any job starts
             try:
-                _check_job(cfg, remote="slurm" in name)
+                spec = _check_job(cfg, remote="slurm" in name)
+                if "slurm" not in name:  # a SLURM job's paths are its node's: it checks them itself
+                    _check_inputs(spec, seen)
             except GooseError as e:
                 which = ", ".join(o for o in job if o.split("=", 1)[0] in swept)
                 return f"the sweep's job {which}: {e} No job was started: fix the sweep and run it again"
     return None
+
+
+def experiment_refused(argv: list[str]) -> str | None:
+    """+experiment=NAME naming no conf/experiment/NAME.yaml (nor one in a folder given by hydra.searchpath), said
+    in one line with the close match, before Hydra prints its config search path."""
+    from goose.paths import config_names
+    from goose.sections import close_match
+
+    folders = _searchpath_folders(argv)
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+~") != "experiment" or key.startswith("~") or folders is None or not value:
+            continue
+        if any(c in value for c in "()[]{}$"):
+            continue
+        known = config_names("experiment", folders)
+        for choice in value.split(","):
+            if choice not in known:
+                return (f"+experiment={choice}: no such experiment{close_match(choice, known)}; one of "
+                        f"{', '.join(known)} (conf/experiment/, or a folder given by hydra.searchpath)")
+    return None
+
+
+def drafter_overrides(argv: list[str]) -> list[str]:
+    """`method.drafter.KEY=VALUE` (docs/running.md, docs/adding.md) as Hydra takes it whether or not the method's
+    YAML names KEY: `++method.drafter.KEY=VALUE` (add or override). A KEY that is no field of the method's Config
+    is then refused in one line with the close match, as `+method.drafter.KEY=VALUE` is (goose.spec)."""
+    return [f"++{a}" if a.startswith("method.drafter.") and "=" in a else a for a in argv]
 
 
 def refused(argv: list[str]) -> str | None:
@@ -283,6 +378,8 @@ def refused(argv: list[str]) -> str | None:
     if (unknown := unknown_override(argv)) is not None:
         return unknown
     if (unknown := unknown_choice(argv)) is not None:
+        return unknown
+    if (unknown := experiment_refused(argv)) is not None:
         return unknown
     if (why := launcher_refused(argv)) is not None:
         return why
@@ -297,7 +394,7 @@ def refused(argv: list[str]) -> str | None:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
+    argv = sys.argv[1:] = drafter_overrides(sys.argv[1:])
     if (why := launcher_options_refused(argv) or refused(argv)) is not None:
         print(f"error: {why}", file=sys.stderr)
         sys.exit(2)

@@ -11,10 +11,11 @@ from goose.budget import cost_curve
 from goose.decode import generate
 from goose.drafter import Drafter
 from goose.engine import Engine
-from goose.inputs import Turn, build_input, check_budget, token_room, turns_of
+from goose.fingerprints import digest
+from goose.inputs import Turn, build_input, check_budget, check_chat_template, token_room, turns_of
 from goose.methods import prepare_drafter
 from goose.metrics import summarize
-from goose.models import ModelIdentity, load_model, stop_ids
+from goose.models import ModelIdentity, load_model, load_tokenizer, stop_ids
 from goose.records import environment, latest_rows, run_name, write_trace
 from goose.results import OutputsFile, ReferenceStore, ResultsFile, TimingStore, token_pieces
 from goose.rows import make_row
@@ -28,6 +29,9 @@ def load_engine(spec: RunSpec, drafter: Drafter, identity: ModelIdentity):
     import torch
 
     torch.manual_seed(spec.seed)
+    if spec.chat_template:  # refused before the weights load, not at the first prompt
+        tok = load_tokenizer(spec.model, identity, spec.torch_dtype)
+        check_chat_template(tok, True, f"model '{identity.label}' ({identity.description})")
     model, tok, device, dtype = load_model(spec.model, spec.device, spec.dtype, identity)
     engine = Engine(apply_backend(model, spec.backend), profile=spec.profile)
     check_budget(spec.budget.nodes, engine.max_positions, spec.budget.auto)  # before budget=auto measures a curve
@@ -44,6 +48,10 @@ class Decoding:
         self.spec, self.drafter, self.ident, self.run_dir = spec, drafter, ident, run_dir
         self.results, self.outputs = results, outputs
         self.engine, self.model, self.tok = load_engine(spec, drafter, ident.model)
+        self.cost_fp = ""  # budget=auto: the cost its trees are pruned against (read back from its cache: cheap)
+        if spec.budget.auto and spec.concurrency == 1:
+            self.cost_fp = digest(cost_curve(self.engine, ident.model, spec.torch_device, spec.torch_dtype).to_json(),
+                                  12)
         self.stops = stop_ids(self.tok, self.model)
         self.env = environment(spec.torch_device, spec.torch_dtype)
         refs = Path(spec.results_dir) / "references"
@@ -73,6 +81,7 @@ class Decoding:
 
         spec, ident = self.spec, self.ident
         self.check_room(todo)
+        self.check_cost()
         for _ in range(spec.warmup):
             generate(self.engine, self.ids([], todo[0].text), Drafter(), min(16, spec.max_new_tokens), self.stops)
         w = spec.logging
@@ -122,4 +131,17 @@ class Decoding:
         self.outputs.append(t.id, self.ident.config_hash, t.fingerprint, m.gen.tokens,
                             token_pieces(self.tok, m.gen.tokens), m.gen.origins, m.gen.margins, m.gen.runners_up,
                             m.gen.gaps)
-        return make_row(self.spec, self.ident, t, ids, m, self.env, room)
+        return make_row(self.spec, self.ident, t, ids, m, self.env, room, self.cost_fp)
+
+    def check_cost(self) -> None:
+        """budget=auto's trees depend on the cost they were pruned against (this machine's curve: its threads,
+        backend, device): rows kept from another are not what this run would add beside them, so it refuses."""
+        mine = self.ident.config_hash
+        kept = {r.get("cost_fingerprint") for r in self.results.rows() if r.get("config_hash") == mine} - {"", None}
+        if kept and kept != {self.cost_fp}:
+            from goose.errors import GooseError
+
+            raise GooseError(f"{self.run_dir} holds budget=auto rows pruned against another cost (fingerprint "
+                             f"{', '.join(sorted(kept))}; here {self.cost_fp}: another machine, thread count or "
+                             "backend, or a re-measured curve). Resume where they were measured, or give another "
+                             "results_dir (or run_dir) to run afresh here.")

@@ -53,10 +53,20 @@ def turns_of(prompt: Prompt) -> list[Turn]:
             for i, t in enumerate(texts)]
 
 
+def check_chat_template(tokenizer, chat: bool, model: str = "this model") -> None:
+    """chat_template=true needs a tokenizer with a chat template: refused in one line (transformers would raise
+    mid-run, with a traceback)."""
+    if chat and not getattr(tokenizer, "chat_template", None):
+        raise GooseError(f"chat_template=true: the tokenizer of {model} has no chat template to format the prompts "
+                         "with; use chat_template=false (raw prompts, the paper's default) or a model whose "
+                         "tokenizer_config.json has a chat_template.")
+
+
 def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool) -> list[int]:
     """Token ids for a turn. Raw (the paper's default): earlier prompts and answers, then the new
     prompt, joined by blank lines. Chat: the tokenizer's chat template."""
     if chat:
+        check_chat_template(tokenizer, chat)
         msgs = [m for user, answer in history for m in ({"role": "user", "content": user},
                                                         {"role": "assistant", "content": answer})]
         msgs.append({"role": "user", "content": text})

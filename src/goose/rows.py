@@ -76,6 +76,8 @@ COLUMNS: tuple[Column, ...] = (
     _c("copied_answer", "int", "drafted tokens accepted that end a 4-gram the answer already held before them (the "
        "model repeating its own output: what flatters copying methods on long answers)"),
     _c("copied_prompt", "int", "... that end a 4-gram of the prompt the answer did not hold (copied from the prompt)"),
+    _c("cost_fingerprint", "text", "budget=auto: the cost curve (at concurrency > 1 the cost surface) its trees were "
+       "pruned against, by content; a run refuses to add rows beside ones pruned against another; blank otherwise"),
     _c("mean_width", "float", "nodes per verification, the root included"),
     _c("max_width", "int", "the widest verification"),
     _c("config_hash", "text", "the configuration's key: every setting that changes a row, and what it points at"),
@@ -130,9 +132,9 @@ def _round(v, digits: int):
     return round(v, digits) if isinstance(v, float) and math.isfinite(v) else v
 
 
-def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict:
+def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int, cost_fp: str = "") -> dict:
     """One turn's row (see the module docstring for its parts): `turn` is a goose.inputs.Turn, `m` the
-    goose.timing.Measured of its generation, `room` its new-token limit."""
+    goose.timing.Measured of its generation, `room` its new-token limit, `cost_fp` what budget=auto pruned against."""
     from goose.decode import BONUS
     from goose.drafter import memory_default
     from goose.equality import EXACT, classify
@@ -171,6 +173,7 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int) -> dict
         **{k: _round(getattr(gen, k, ""), 6) for k in ("admitted_s", "first_token_s", "done_s")},
         **{k: m.batch.get(k, "") if m.batch else "" for k in ("pass_wall_s", "pass_tokens", "ar_pass_wall_s")},
         **dict(zip(("copied_answer", "copied_prompt"), copy_split(ids, gen.tokens, [o != BONUS for o in gen.origins]))),
+        "cost_fingerprint": cost_fp,
         "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
         "max_width": max(gen.widths, default=1),
         "config_hash": ident.config_hash,

@@ -91,7 +91,7 @@ def run(cfg, sweep_id: str = "") -> dict | None:
     model = identify_model(spec.model)
     every, prompts = benchmark_prompts(spec)
     if drafter.capabilities.tokenizer_bound:  # its data (REST's datastore) must exist before it is fingerprinted
-        prepare_drafter(drafter, spec.budget, load_tokenizer(spec.model, model), spec.model.name)
+        prepare_drafter(drafter, spec.budget, load_tokenizer(spec.model, model, spec.torch_dtype), spec.model.name)
     pfp, dfp = prompts_fingerprint(every), data_fingerprint(spec.method.config)
     chash = config_hash(spec, model, pfp, dfp, [p.id for p in prompts])
     ident = RunIdentity(model, pfp, dfp, chash, conditions(spec.torch_device, spec.backend, sweep_id))

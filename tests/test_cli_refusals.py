@@ -1,0 +1,136 @@
+"""A new user's trial (issue: chat templates, swept paths, method.drafter.KEY=VALUE, Hydra's own errors): each
+mistake is one `error: ...` line saying what is wrong and how to fix it, exit 2, before any work; in a sweep,
+before its first job ("No job was started")."""
+
+import json
+
+import pytest
+from test_run import run_py
+
+
+def jsonl_file(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    return jsonl_file(tmp_path / "p.jsonl", [{"id": "q", "prompt": "a b c a b c"}])
+
+
+def one_line(r, says):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], r.stderr
+
+
+# --- 1: chat_template=true on a tokenizer without a chat template ------------------------------------------
+def test_a_tokenizer_without_a_chat_template_is_refused_in_one_line(tiny_folder):
+    from transformers import AutoTokenizer
+
+    from goose.errors import GooseError
+    from goose.inputs import build_input
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_folder))
+    assert not getattr(tok, "chat_template", None)
+    with pytest.raises(GooseError, match="has no chat template.*chat_template=false"):
+        build_input(tok, [], "a b c", chat=True)
+    assert build_input(tok, [], "a b c", chat=False)
+
+
+def test_a_sweep_over_chat_template_is_refused_before_its_first_job(tiny_folder, prompts, tmp_path):
+    from goose.cli import refused
+
+    why = refused(["-m", "model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
+                   "chat_template=false,true", f"results_dir={tmp_path}"])
+    assert why is not None and "has no chat template" in why and "No job was started" in why, why
+
+
+@pytest.mark.integration
+def test_chat_template_true_without_a_template_is_one_line_and_decodes_nothing(tiny_folder, prompts, tmp_path):
+    r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
+               "method=goose", "n_prompts=1", "max_new_tokens=4", "chat_template=true",
+               f"results_dir={tmp_path / 'res'}")
+    one_line(r, "chat_template=true: the tokenizer of model")
+    assert not list((tmp_path / "res").rglob("results.csv"))
+
+
+# --- 2: every swept path, before the first job -------------------------------------------------------------
+@pytest.mark.parametrize("bad, says", [
+    ("benchmark.path", "is empty"),
+    ("benchmark.path=nope", "does not exist"),
+    ("model.path=/nope", "model path '/nope' does not exist"),
+    ("model.path=notamodel", "not a Hugging Face model folder"),
+])
+def test_every_swept_path_is_checked_before_the_first_job(bad, says, tiny_folder, prompts, tmp_path):
+    from goose.cli import refused
+
+    empty = jsonl_file(tmp_path / "empty.jsonl", [{"id": "e", "prompt": ""}])
+    (tmp_path / "notamodel").mkdir()
+    paths = {"benchmark.path": f"{prompts},{empty}", "benchmark.path=nope": f"{prompts},{tmp_path / 'nope.jsonl'}",
+             "model.path=/nope": f"{tiny_folder},/nope", "model.path=notamodel": f"{tiny_folder},{tmp_path}/notamodel"}
+    model_paths = paths[bad] if bad.startswith("model") else str(tiny_folder)
+    bench_paths = paths[bad] if bad.startswith("benchmark") else str(prompts)
+    why = refused(["-m", "model=hf", f"model.path={model_paths}", "benchmark=jsonl", f"benchmark.path={bench_paths}",
+                   f"results_dir={tmp_path / 'res'}"])
+    assert why is not None and says in why and "No job was started" in why, why
+    assert f"the sweep's job {bad.split('=')[0]}=" in why
+
+
+def test_a_sweep_of_good_paths_goes_through(tiny_folder, prompts, tmp_path):
+    from goose.cli import refused
+
+    other = jsonl_file(tmp_path / "q.jsonl", [{"id": "r", "prompt": "x y z"}])
+    assert refused(["-m", "model=hf", f"model.path={tiny_folder}", "benchmark=jsonl",
+                    f"benchmark.path={prompts},{other}", "method=ar,pld", f"results_dir={tmp_path / 'res'}"]) is None
+
+
+# --- 3: method.drafter.KEY=VALUE as documented -------------------------------------------------------------
+def test_method_drafter_key_value_works_without_a_plus_and_a_typo_gets_the_close_match(tmp_path):
+    from goose.cli import drafter_overrides, refused
+
+    assert drafter_overrides(["method=goose", "method.drafter.rho=0.5", "+method.drafter.k=2"]) == [
+        "method=goose", "++method.drafter.rho=0.5", "+method.drafter.k=2"]
+    base = ["-m", "method=goose", "budget=8,16", f"results_dir={tmp_path}"]
+    assert refused(drafter_overrides([*base, "method.drafter.rho=0.5"])) is None
+    why = refused(drafter_overrides([*base, "method.drafter.rhoo=1"]))
+    assert why is not None and "unknown setting 'method.drafter.rhoo' (did you mean rho?)" in why, why
+
+
+@pytest.mark.integration
+def test_method_drafter_key_value_on_the_command_line(tmp_path):
+    r = run_py("method=goose", "method.drafter.rho=0.5", "--cfg", "job")
+    assert r.returncode == 0 and "rho: 0.5" in r.stdout, r.stderr
+    r = run_py("method=goose", "method.drafter.rhoo=1", "model=hf", f"model.path={tmp_path}",
+               f"results_dir={tmp_path / 'res'}")
+    one_line(r, "(did you mean rho?)")
+
+
+# --- 4: Hydra's own multi-line errors ----------------------------------------------------------------------
+def test_a_misspelt_experiment_is_one_line_with_the_close_match():
+    from goose.cli import refused
+
+    why = refused(["-m", "+experiment=tabel1-local"])
+    assert why is not None and "+experiment=tabel1-local: no such experiment (did you mean table1-local?)" in why
+    assert refused(["+experiment=table1-local", "--cfg", "job"]) is None
+
+
+def test_a_launcher_with_a_dot_and_a_launcher_option_of_the_wrong_type():
+    from goose.cli import launcher_options_refused
+
+    why = launcher_options_refused(["-m", "method=ar,pld", "hydra.launcher=slurm"])
+    assert why is not None and "write hydra/launcher=slurm" in why, why
+    why = launcher_options_refused(["-m", "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=two"])
+    assert why is not None and "hydra.launcher.gpus_per_node=two" in why and "type Integer" in why, why
+    assert launcher_options_refused(["-m", "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=2",
+                                     "hydra.launcher.partition=gpu"]) is None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args, says", [
+    (["-m", "+experiment=tabel1-local"], "did you mean table1-local?"),
+    (["-m", "hydra.launcher=slurm"], "write hydra/launcher=slurm"),
+    (["-m", "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=two"], "gpus_per_node takes a value of type"),
+])
+def test_hydras_own_errors_are_one_line(args, says, tmp_path):
+    r = run_py(*args, f"results_dir={tmp_path / 'res'}")
+    one_line(r, says)
