@@ -123,7 +123,7 @@ def fake_conversions(monkeypatch, cache: Path) -> list:
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
 
-    monkeypatch.setattr("goose.models.convert_gguf_into", fake_convert)
+    monkeypatch.setattr("goose.conversion.convert_gguf_into", fake_convert)
     return made
 
 
@@ -155,8 +155,8 @@ def test_each_dtype_is_its_own_conversion(tmp_path, monkeypatch):
 def test_a_float32_conversion_made_before_the_dtype_key_is_reused(tmp_path, monkeypatch):
     """A float32 conversion cached as <stem>-<sha> (before the key named the dtype) holds the same tensors: it
     is used as it is, not converted again; other dtypes are converted."""
+    from goose.conversion import converted_gguf
     from goose.fingerprints import file_sha256
-    from goose.models import converted_gguf
 
     made = fake_conversions(monkeypatch, tmp_path / "cache")
     g = tmp_path / "m.gguf"
@@ -181,7 +181,7 @@ def test_a_gguf_is_converted_tensor_by_tensor_to_the_dtype_asked(tmp_path, monke
     from transformers import AutoModelForCausalLM
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    from goose.models import convert_gguf_into
+    from goose.conversion import convert_gguf_into
 
     g = write_tiny_gguf(tmp_path / "tiny.gguf", tied=tied)
     old = tmp_path / "old"
@@ -199,7 +199,7 @@ def test_a_gguf_is_converted_tensor_by_tensor_to_the_dtype_asked(tmp_path, monke
         return real_checkpoint(*a, **kw)
 
     with monkeypatch.context() as m:
-        m.setattr("goose.models.DEQUANT_ELEMS", 1000)  # the embedding dequantized 15 rows at a time
+        m.setattr("goose.conversion.DEQUANT_ELEMS", 1000)  # the embedding dequantized 15 rows at a time
         m.setattr(transformers.AutoModelForCausalLM, "from_pretrained", whole_model)
         m.setattr(gguf_utils, "load_gguf_checkpoint", metadata_only)
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
@@ -231,13 +231,13 @@ def test_an_architecture_of_transformers_newer_gguf_path_is_loaded_once_in_the_d
     """Qwen3.5 and LFM2 GGUFs load through transformers' newer GGUF path, not tensor by tensor: there the model
     is loaded by transformers dequantized straight to the dtype asked (one copy, no second model) and written
     from it; the same tensors and config (shown on the tiny Llama sent that way)."""
-    from goose.models import convert_gguf_into
+    from goose.conversion import convert_gguf_into
 
     g = write_tiny_gguf(tmp_path / "tiny.gguf", tied=True)
     old_conversion(g, tmp_path / "old")
     reference = folder_tensors(tmp_path / "old")
-    monkeypatch.setattr("goose.models._legacy_gguf_arch", lambda path: False)
-    monkeypatch.setattr("goose.models._stream_gguf_tensors", None)
+    monkeypatch.setattr("goose.conversion._legacy_gguf_arch", lambda path: False)
+    monkeypatch.setattr("goose.conversion._stream_gguf_tensors", None)
     convert_gguf_into(g, tmp_path / "new", torch.float16)
     got = folder_tensors(tmp_path / "new")
     assert set(got) == set(reference)
@@ -249,7 +249,7 @@ def test_an_architecture_of_transformers_newer_gguf_path_is_loaded_once_in_the_d
 def test_one_shard_is_model_safetensors(tmp_path):
     """Under the shard limit the folder is what save_pretrained writes for a small model: one
     model.safetensors, no index (tests that edit the converted SmolLM2 read that file)."""
-    from goose.models import convert_gguf_into
+    from goose.conversion import convert_gguf_into
 
     g = write_tiny_gguf(tmp_path / "tiny.gguf", tied=True)
     convert_gguf_into(g, tmp_path / "out", torch.float32)
@@ -334,7 +334,7 @@ import torch, transformers, gguf, safetensors.torch, tokenizers
 import transformers.modeling_gguf_pytorch_utils
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from pathlib import Path
-from goose.models import converted_gguf
+from goose.conversion import converted_gguf
 before = peak()
 folder = converted_gguf(Path(sys.argv[1]), torch.float32)
 print(json.dumps({"before": before, "peak": peak(), "folder": str(folder)}))

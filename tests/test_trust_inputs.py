@@ -73,7 +73,7 @@ def test_the_hash_is_cached_per_file_version_and_an_edit_with_restored_mtime_is_
 
 def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
     """A GGUF edited in place (size and mtime kept) was decoded with the old converted weights."""
-    from goose.models import converted_gguf
+    from goose.conversion import converted_gguf
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     made = []
@@ -83,7 +83,7 @@ def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
 
-    monkeypatch.setattr("goose.models.convert_gguf_into", fake_convert)
+    monkeypatch.setattr("goose.conversion.convert_gguf_into", fake_convert)
     g = tmp_path / "m.gguf"
     g.write_bytes(b"GGUF" + b"\0" * 100)
     first = converted_gguf(g)
