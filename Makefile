@@ -175,9 +175,10 @@ reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-fig
 bench: datastore-local
 	$(PYTHON) experiments/bench.py
 
-# On a machine with a CUDA device: fp16/fp32 losslessness and speedup for every method (SmolLM2).
-gpu-check:
-	$(PYTHON) experiments/gpu_check.py
+# On a machine with a CUDA device: every method exact / numerics / diverged against AR in float16 and bfloat16, x AR, tau, the
+# cost curve and a VERDICT line (exit 1 when anything diverged); gpu-check.json holds the same.
+gpu-check:  # one GPU, minutes: one table, gpu-check.json and a verdict (exit 1: a method diverged)
+	$(PYTHON) experiments/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf results outputs multirun .pytest_cache
