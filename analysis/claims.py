@@ -267,9 +267,13 @@ def _direction(claim: Claim, low: float, high: float) -> str:
     """Where the interval lies against no difference (1x or 0%), whatever the paper's size of effect."""
     if not (np.isfinite(low) and np.isfinite(high)):
         return "unclear"
-    if low > claim.none:
-        return "above"
-    return "below" if high < claim.none else "straddles"
+    if low == high == claim.none:
+        return "none"
+    if low >= claim.none:
+        return "above" if low > claim.none else "at or above"
+    if high <= claim.none:
+        return "below" if high < claim.none else "at or below"
+    return "straddles"
 
 
 def summary(card: pd.DataFrame) -> pd.DataFrame:
