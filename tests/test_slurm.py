@@ -151,7 +151,13 @@ def test_cancelled_requeued_and_killed_jobs_complete_on_resubmission(cluster, tm
     _wait_for("the requeued job to finish", lambda: not cluster.jobs())
     rows = rows_of(results)
     assert len(rows.get("ar", [])) < 4 and len(rows.get("goose", [])) < 4, "the faults came too late to test"
-    state = accounting(cluster)
+    # squeue empties a moment before sacct records the last state: wait until the three jobs have ended there.
+    ended = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
+
+    def all_ended():
+        state = accounting(cluster)
+        return state if all(state.get(j, "").startswith(ended) for j in (cancelled, requeued, killed)) else None
+    state = _wait_for("sacct to record the three jobs' end", all_ended, timeout=120)
     assert state[cancelled].startswith("CANCELLED") and state[killed] in ("FAILED", "CANCELLED"), state
     assert state[requeued] == "COMPLETED", state  # requeued, it ran again and finished
 
