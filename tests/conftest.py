@@ -31,7 +31,7 @@ def hf_greedy(model, prompt, n, eos=None):
 def needs_data(*relative: str):
     """Skip (with the reason) where a real benchmark file is found in none of the data folders: a clone
     without ../shared/data and without `make data`. In this repository's CI they are found."""
-    from goose.benchmarks import DataDirs
+    from goose.benchmarks.prompts import DataDirs
 
     dirs = DataDirs.of()
     missing = [r for r in relative if dirs.find(r) is None]
@@ -46,16 +46,16 @@ ALL_DATA = needs_data("spec_bench/question.jsonl", "gsm8k/test.jsonl", "mbpp/mbp
 
 def spec_of(*overrides):
     """The run spec run.py builds for these command-line overrides (composed in this process)."""
-    from goose.methods import compose_config
-    from goose.spec import RunSpec
+    from goose.running.registry import compose_config
+    from goose.running.spec import RunSpec
 
     return RunSpec.from_config(compose_config(list(overrides)))
 
 
 def hash_of(*overrides, model_fp="m", prompts_fp="p", data_fp=""):
     """The config hash of these overrides, with made-up fingerprints (what the config points at)."""
-    from goose.models import ModelIdentity
-    from goose.run_folder import config_hash
+    from goose.models.loading import ModelIdentity
+    from goose.storage.run_folder import config_hash
 
     return config_hash(spec_of(*overrides), ModelIdentity("m", model_fp, "", "hf", ""), prompts_fp, data_fp)
 
@@ -86,7 +86,7 @@ def run_goose(capsys):
 
     from hydra import compose, initialize_config_dir
 
-    from goose.runner import run
+    from goose.running.runner import run
 
     def go(*overrides, sweep_id="test-sweep"):
         with initialize_config_dir(str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
@@ -102,7 +102,7 @@ def store(tmp_path_factory):
     """A small REST datastore built with the tiny model's byte tokenizer."""
     from tiny import byte_tokenizer
 
-    from baselines.rest import build
+    from goose.methods.rest import build
 
     corpus = tmp_path_factory.mktemp("corpus")
     (corpus / "a.py").write_text("def add(a, b):\n    return a + b\n\n" * 5)

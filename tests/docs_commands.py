@@ -14,12 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.S)
 INLINE = re.compile(r"`([^`\n]+)`")
-STARTS = ("python run.py", "goose-run", "python experiments/", "python analysis/reproduce.py", "goose-reproduce",
-          "python -m baselines.rest", "python -m goose.fetch_data", "make ")
-SCRIPTS = {"experiments/bench.py": "experiments.bench", "experiments/draft_bounds.py": "experiments.draft_bounds",
-           "experiments/forward_costs.py": "experiments.forward_costs", "experiments/gpu_check.py":
-           "experiments.gpu_check", "experiments/concurrency.py": "experiments.concurrency",
-           "experiments/claims_plan.py": "experiments.claims_plan", "analysis/reproduce.py": "analysis.reproduce"}
+STARTS = ("python run.py", "goose-run", "python -m goose.", "goose-reproduce", "goose-bench", "goose-migrate", "make ")
+SCRIPTS = {"goose-reproduce": "goose.analysis.reproduce", "goose-bench": "goose.experiments.bench",
+           "goose-migrate": "goose.storage.migrate"}
 
 
 def commands() -> list[tuple[str, str]]:
@@ -53,8 +50,8 @@ def check_make(words: list[str]) -> None:
 def check_run(words: list[str]) -> None:
     from goose.cli import refused
     from goose.errors import GooseError
-    from goose.methods import compose_config
-    from goose.spec import DeviceError, RunSpec
+    from goose.running.registry import compose_config
+    from goose.running.spec import DeviceError, RunSpec
 
     args = [w for w in words if w not in ("-m", "--multirun") and not w.startswith("hydra/launcher=")]
     if "--help" in args or not args:
@@ -78,10 +75,8 @@ def check_run(words: list[str]) -> None:
 def check_script(words: list[str]) -> None:
     if words[0] == "python" and words[1] == "-m":
         module, argv = words[2], words[3:]
-    elif words[0] in ("goose-reproduce",):
-        module, argv = "analysis.reproduce", words[1:]
     else:
-        module, argv = SCRIPTS[words[1]], words[2:]
+        module, argv = SCRIPTS[words[0]], words[1:]
     parse = importlib.import_module(module).parse
     try:
         parse(argv)

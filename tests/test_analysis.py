@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.artifacts import make
-from analysis.load import load_rows
-from analysis.pooling import by
-from analysis.tables import table1, table2
-from goose.results import ResultsFile
+from goose.analysis.artifacts import make
+from goose.analysis.load import load_rows
+from goose.analysis.pooling import by
+from goose.analysis.tables import table1, table2
+from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
 # Timing provenance of a row whose AR timing was taken beside it (speedup_reference=interleaved).
@@ -104,7 +104,7 @@ def test_tables_written_in_three_formats(results, tmp_path, name):
 def test_figures_have_axes_and_series(results, tmp_path, name):
     import matplotlib.pyplot as plt
 
-    from analysis.artifacts import FIGURE_ARTIFACTS as FIGURES
+    from goose.analysis.artifacts import FIGURE_ARTIFACTS as FIGURES
 
     df = load_rows(results)
     paths = make(name, df, tmp_path)
@@ -129,7 +129,7 @@ def test_notebook_executes_headless(results, tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "analysis" / "notebooks" / "figures.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / "figures.ipynb", as_version=4)
     os.environ["GOOSE_RESULTS"] = str(results)
     os.environ["GOOSE_ARTIFACTS"] = str(tmp_path)
     try:
@@ -186,8 +186,8 @@ def test_legacy_rows_load_with_tau_and_no_speedup(tmp_path):
 def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
     """Each (method, budget, memory) is its own row of the all-methods tables; the paper's artifacts
     read TR in its hot start and GOOSE with its table reset per prompt."""
-    from analysis.load import paper_settings
-    from analysis.tables import all_methods, suffix
+    from goose.analysis.load import paper_settings
+    from goose.analysis.tables import all_methods, suffix
 
     cells = {("tr", "fixed", "run"): 40, ("tr", "fixed", "prompt"): 80, ("goose", "60", "prompt"): 32,
              ("goose", "60", "run"): 30, ("goose", "auto", "prompt"): 36, ("pld", "fixed", "none"): 64,
@@ -216,9 +216,9 @@ def test_memory_modes_and_budgets_are_kept_apart(tmp_path):
 def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
     """tau per temperature and the share of the greedy gain kept, lossless over the sampled rows only,
     and the outputs check read from the AR references; greedy artifacts never see sampled rows."""
-    from analysis.sampling import sampling, sampling_outputs
-    from analysis.tables import all_methods
-    from goose.results import ReferenceStore
+    from goose.analysis.tables import all_methods
+    from goose.analysis.temperatures import sampling, sampling_outputs
+    from goose.storage.result_files import ReferenceStore
 
     refs = ReferenceStore(tmp_path / "references")
     answers = {  # prompt -> AR tokens per (temperature, seed)

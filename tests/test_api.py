@@ -11,7 +11,7 @@ from conftest import hf_greedy
 
 import goose
 from goose.errors import GooseError
-from goose.spine_tree import GooseDrafter
+from goose.methods.goose import GooseDrafter
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "abcabcabd abcabcabd abcabcab"
@@ -105,7 +105,7 @@ def test_marked_text_shows_each_run_of_drafted_tokens_by_source():
 def test_a_character_split_over_tokens_belongs_to_the_token_that_completes_it(model):
     """Byte-level tokens: the two bytes of "é" are two tokens; the pieces still join to the text and
     the marks never cut the character in half."""
-    from goose.results import token_pieces
+    from goose.storage.result_files import token_pieces
 
     ids = model.tokenizer("café ok").input_ids
     assert len(ids) == 8  # c a f, two bytes of é, space o k

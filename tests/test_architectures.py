@@ -13,16 +13,16 @@ import pytest
 import torch
 from tiny import PAPER_ARCHITECTURES, tiny_architecture
 
-from goose.batch_decode import Request, decode_batch
-from goose.batch_engine import BatchEngine
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Engine
-from goose.layouts import check_supported, sliding_window
-from goose.methods import method_drafter, method_names
-from goose.models import stop_ids
-from goose.sampling import Sampling
-from goose.timing import hf_greedy
+from goose.drafting.contract import Drafter
+from goose.engine.batched import BatchEngine
+from goose.engine.layouts import check_supported, sliding_window
+from goose.engine.sampling import Sampling
+from goose.engine.single import Engine
+from goose.models.loading import stop_ids
+from goose.running.batch_loop import Request, decode_batch
+from goose.running.loop import generate
+from goose.running.registry import method_drafter, method_names
+from goose.running.timing import hf_greedy
 
 N = 24  # new tokens per prompt
 SAMPLING = Sampling(0.8, 0, 0.95, 7)
@@ -130,7 +130,7 @@ class IdTokenizer:
 def answers(case, tmp_path_factory):
     """(a REST datastore of every prompt followed by its greedy answer, its tokenizer): random prompts match no
     corpus, so REST drafts here, some continuations right, some not."""
-    from baselines.rest import build
+    from goose.methods.rest import build
 
     corpus = tmp_path_factory.mktemp(f"answers-{case.kind}")
     for i, (p, want) in enumerate(zip(case.prompts, case.greedy)):

@@ -7,12 +7,13 @@ import pytest
 import torch
 from torch import nn
 
-from goose.backends import PrepackedLinear, apply_backend, backend_of, default_backend
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Draft, Engine
+from goose.drafting.contract import Drafter
+from goose.engine.backends import PrepackedLinear, apply_backend, backend_of, default_backend
+from goose.engine.draft import Draft
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.methods import method_drafter, method_names
+from goose.running.loop import generate
+from goose.running.registry import method_drafter, method_names
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
 
@@ -51,7 +52,7 @@ def test_a_row_does_not_depend_on_how_many_rows_share_the_forward():
 def test_masked_attention_over_the_grouped_heads_computes_what_sdpa_computes(packed):
     """prepacked attends to the key/value heads as stored (no repeat_kv copy); a tree verification gives
     bit-identical logits to transformers' own sdpa on the same weights."""
-    from goose.backends import KV_HEADS_ATTENTION
+    from goose.engine.backends import KV_HEADS_ATTENTION
 
     assert packed.config._attn_implementation == KV_HEADS_ATTENTION and packed.config.num_key_value_heads < \
         packed.config.num_attention_heads
@@ -119,10 +120,9 @@ def test_bench_runs_both_backends_side_by_side(tiny_folder, tmp_path):
     import subprocess
     import sys
 
-    from test_run import ROOT
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    b = subprocess.run([sys.executable, str(ROOT / "experiments" / "bench.py"), "--model", "hf", "--model-path",
+    b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--model", "hf", "--model-path",
                         str(tiny_folder), "--methods", "pld", "goose@auto", "hf-prompt-lookup", "--benchmarks",
                         "humaneval", "--n-prompts", "2", "--max-new-tokens", "16", "--repeats", "1"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
@@ -139,13 +139,9 @@ def test_bench_runs_both_backends_side_by_side(tiny_folder, tmp_path):
 def test_bench_cost_table_says_when_the_machine_was_busy(capsys):
     """Rounds of one backend's measurement that disagree (another process took the cores for a while) get a
     warning beside the table; calm rounds none."""
-    import importlib.util
 
-    from test_run import ROOT
 
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "experiments" / "bench.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from goose.experiments import bench
 
     class Timed:
         def __init__(self, busy: bool):

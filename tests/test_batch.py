@@ -1,20 +1,21 @@
-"""Many requests in one forward (goose.batch_engine, goose.batch_decode): every method batched returns each
+"""Many requests in one forward (goose.engine.batched, goose.running.batch_loop): every method batched returns each
 request's unbatched AR tokens, with continuous refill, ragged prompts and stops, greedy and sampled."""
 
 import pytest
 import torch
 from conftest import hf_greedy
 
-from goose.batch_decode import Request, decode_batch
-from goose.batch_engine import BatchEngine
-from goose.budget import AutoBudget, CostCurve
-from goose.cost_surface import CostSurface, batch_cost, choose_widths, surface_rows
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Draft, Engine
+from goose.drafting.budget import AutoBudget, CostCurve
+from goose.drafting.contract import Drafter
+from goose.drafting.cost_surface import CostSurface, batch_cost, choose_widths, surface_rows
+from goose.engine.batched import BatchEngine
+from goose.engine.draft import Draft
+from goose.engine.sampling import Sampling
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.methods import method_drafter, method_names
-from goose.sampling import Sampling
+from goose.running.batch_loop import Request, decode_batch
+from goose.running.loop import generate
+from goose.running.registry import method_drafter, method_names
 
 
 def many_prompts():
@@ -89,7 +90,7 @@ def test_padding_nodes_never_reach_a_walk_and_rows_keep_their_own_caches(tiny):
 def test_each_row_verifies_its_own_width_of_its_own_tree_as_it_would_alone(attention):
     """Per-row widths in one packed forward: rows of 5, 1 and 3 nodes (trees, not chains), each cut to its width,
     give the path, bonus and logit margins the single-request engine gives that row's cut tree alone; with the
-    model's attention either sdpa or eager (goose.packed wraps whichever it finds)."""
+    model's attention either sdpa or eager (goose.engine.packed wraps whichever it finds)."""
     from tiny import tiny_model
 
     tiny = tiny_model(seed=0)
@@ -156,7 +157,7 @@ def test_budget_auto_in_a_batch_harvests_a_prompt_only_where_the_harvest_pays(ti
     """A prompt's top-k costs the same at any concurrency, a request's share of a forward shrinks with the batch:
     under budget=auto the batch skips a harvest that costs more than HARVEST_SHARE of the request's share of
     its forwards (tokens unchanged); a fixed budget harvests as configured."""
-    from goose.cost_surface import HARVEST_SHARE, harvest_pays
+    from goose.drafting.cost_surface import HARVEST_SHARE, harvest_pays
 
     surface = CostSurface([1, 16], [1, 64], [[0.030, 0.05], [0.060, 0.2]], harvest_s=0.0002)  # 100 tokens: 20 ms
     assert harvest_pays(surface, 100, 128, 1)  # 20 ms against 1% of 128 x 30 ms = 38 ms
@@ -214,7 +215,7 @@ class ThroughSglang(Drafter):
         self.inner.start(context, prefill)
 
     def propose(self, context):
-        from goose.sglang_format import bfs_order, from_sglang, to_sglang
+        from goose.engine.sglang_format import bfs_order, from_sglang, to_sglang
 
         draft = self.inner.propose(context)
         assert len(draft) <= self.size
@@ -224,7 +225,7 @@ class ThroughSglang(Drafter):
         return from_sglang(tokens, mask)
 
     def accepted(self, result, context):
-        from goose.engine import Verification
+        from goose.engine.draft import Verification
 
         n = len(self.order)
         path = []
@@ -244,7 +245,7 @@ class ThroughSglang(Drafter):
 
 
 def test_a_drafter_fed_through_sglangs_format_gives_the_same_tokens(tiny):
-    from goose.sglang_format import batch_to_sglang, from_sglang, to_sglang
+    from goose.engine.sglang_format import batch_to_sglang, from_sglang, to_sglang
 
     prompts = many_prompts()
     want = [generate(Engine(tiny), p, Drafter(), 30).tokens for p in prompts]
@@ -271,7 +272,7 @@ def test_a_run_at_concurrency_3_times_batches_against_batched_ar_and_resumes(tin
 
     from conftest import hash_of
 
-    from goose.results import ResultsFile
+    from goose.storage.result_files import ResultsFile
 
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x + {i}\n" * 2})
@@ -317,7 +318,7 @@ def test_a_grown_batched_run_gives_an_uninterrupted_runs_rows(tiny_folder, run_g
     run's row for the first prompt (HumanEval/0 once kept steps 11 where an uninterrupted run has 13)."""
     import json
 
-    from goose.results import ResultsFile
+    from goose.storage.result_files import ResultsFile
 
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x * {i} + {i}\n" * 2})
@@ -349,8 +350,8 @@ def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys
 
     from tiny import byte_tokenizer
 
-    from experiments import concurrency
-    from goose.methods import build_drafters
+    from goose.experiments import concurrency_sweep as concurrency
+    from goose.running.registry import build_drafters
 
     prompts = [("tiny", p) for p in many_prompts()]
 
@@ -371,7 +372,7 @@ def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys
 
 
 def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
-    from goose.cost_surface import Calibration
+    from goose.drafting.cost_surface import Calibration
 
     c = Calibration()
     assert c.factor == 1 and c.scaled([1.0, 1.8, 2.4]) == [1.0, 1.8, 2.4]
@@ -387,7 +388,7 @@ def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
 
 # --- a batch that stops drafting where no width pays ----------------------------------------------
 def test_the_pause_lasts_until_fewer_requests_are_in_flight_or_its_steps_run_out():
-    from goose.batch_decode import Pause
+    from goose.running.batch_loop import Pause
 
     p = Pause()
     assert p.drafts(16)
@@ -403,7 +404,7 @@ def test_the_pause_lasts_until_fewer_requests_are_in_flight_or_its_steps_run_out
 
 
 def test_the_pause_doubles_while_no_width_pays_and_is_short_again_once_one_does():
-    from goose.batch_decode import Pause
+    from goose.running.batch_loop import Pause
 
     def paused_for(p, rows=16):
         n = 0
@@ -433,7 +434,7 @@ def test_drafting_overhead_counts_only_for_widths_that_draft():
 def test_each_request_verifies_the_nodes_that_pay_for_themselves_in_a_packed_forward():
     """One request with a long trusted chain among bare roots drafts alone: a packed forward costs its nodes (and
     a share of a node per padding query), not every row padded to its width."""
-    from goose.cost_surface import PADDING_SHARE
+    from goose.drafting.cost_surface import PADDING_SHARE
 
     surface = CostSurface([1, 4], [1, 2, 4, 8], [[1.0, 1.0, 1.0, 1.2], [1.0, 1.1, 1.3, 2.0]])
     chain = [1.0 + 0.9 * k for k in range(8)]  # each node adds 0.9 expected tokens
@@ -448,7 +449,7 @@ def test_each_request_verifies_the_nodes_that_pay_for_themselves_in_a_packed_for
 def test_a_batch_that_pauses_drafting_still_returns_ar_tokens(name, tiny, monkeypatch):
     """An overhead so large no width pays: the batch pauses, drafters are told `skipped` (SuffixDecoding keeps
     its request's tokens), then a cheaper one resumes drafting mid-request: AR's tokens throughout."""
-    import goose.batch_decode as batch_decode
+    import goose.running.batch_loop as batch_decode
 
     if "suffix" in name:
         pytest.importorskip("arctic_inference")
@@ -480,7 +481,7 @@ def test_a_batch_that_pauses_drafting_still_returns_ar_tokens(name, tiny, monkey
 def test_a_batch_harvests_a_prompt_only_when_its_drafter_first_needs_it(tiny):
     """The batch's prefill leaves the prompt's top-k for later (topk_later): the table a drafter reads first is
     the one an immediate harvest gives, and a request that never drafts never computes it."""
-    from goose.tree import AdjacencyHarvester
+    from goose.drafting.tree import AdjacencyHarvester
 
     prompt = many_prompts()[1]
     now = Engine(tiny).prefill(prompt, topk=4)

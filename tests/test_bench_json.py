@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from experiments import bench
+from goose.experiments import bench
 
 
 def strict(path) -> dict:
@@ -38,7 +38,7 @@ def test_json_is_the_run_what_it_ran_on_and_everything_it_printed(tiny_folder, f
     """--n-prompts takes the first N of a --prompts file; the header counts them and names the file; the JSON
     carries the model (name, path, fingerprint), dtype, threads, backends, torch, device, date, the cost table,
     every row with TTFT/TPOT beside tokens/s, and the profiled pass, as printed."""
-    from goose.models import identify_model, model_config
+    from goose.models.loading import identify_model, model_config
 
     out = tmp_path / "bench.json"
     run_bench(tiny_folder, four_prompts, "--n-prompts", "2", "--repeats", "1", "--json", str(out))
@@ -132,35 +132,36 @@ def test_one_tpot_definition_prefill_excluded_at_every_concurrency(tiny, monkeyp
 
     from tiny import byte_tokenizer
 
-    from experiments import bench_json, concurrency
-    from goose.batch_decode import Served
-    from goose.decode import Generation
-    from goose.methods import build_drafters
+    from goose.experiments import bench_report, concurrency_sweep
+    from goose.running.batch_loop import Served
+    from goose.running.loop import Generation
+    from goose.running.registry import build_drafters
 
     served = Served(tokens=[1] * 6, steps=2, wall_s=0.01, admitted_s=0.5, first_token_s=0.7, done_s=1.7)
-    assert bench_json.latency_ms(served) == pytest.approx((200.0, 200.0))  # its timeline, not its share of the pass
+    assert bench_report.latency_ms(served) == pytest.approx((200.0, 200.0))  # its timeline, not its share of the pass
     single = Generation(tokens=[1] * 6, steps=2, wall_s=1.2, first_token_s=0.2)  # from its call's start
-    assert bench_json.latency_ms(single) == pytest.approx((200.0, 200.0))
-    ttft, tpot = bench_json.latency_ms(Generation(tokens=[1], steps=1, wall_s=0.3, first_token_s=0.3))
+    assert bench_report.latency_ms(single) == pytest.approx((200.0, 200.0))
+    ttft, tpot = bench_report.latency_ms(Generation(tokens=[1], steps=1, wall_s=0.3, first_token_s=0.3))
     assert ttft == pytest.approx(300.0) and tpot is None
-    assert bench_json.latency_ms(SimpleNamespace(tokens=[1, 2], wall_s=1.0)) == (None, None)  # no first token's time
-    assert bench_json.percentile([], 0.5) is None and bench_json.percentile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert bench_report.latency_ms(SimpleNamespace(tokens=[1, 2], wall_s=1.0)) == (None, None)  # no first token's time
+    assert bench_report.percentile([], 0.5) is None and bench_report.percentile([3.0, 1.0, 2.0], 0.5) == 2.0
 
     calls = {}  # concurrency: the generations of each batch, in order (the warm-up, then ar, then pld)
-    real = concurrency.decode_batch
+    real = concurrency_sweep.decode_batch
 
     def recording(engine, reqs, *a, **k):
         gens, wall = real(engine, reqs, *a, **k)
         calls.setdefault(engine.rows, []).append(gens)
         return gens, wall
 
-    monkeypatch.setattr(concurrency, "decode_batch", recording)
+    monkeypatch.setattr(concurrency_sweep, "decode_batch", recording)
     g = torch.Generator().manual_seed(3)
     prompts = [("tiny", torch.randint(0, 250, (12,), generator=g).tolist() * 2) for _ in range(3)]
     args = Namespace(max_new_tokens=8, concurrency=[1, 2], repeats=1, json=str(tmp_path / "c.json"), figure=None,
                      model="tiny")
-    out = concurrency.run(args, tiny, byte_tokenizer(), frozenset(), prompts, build_drafters(["pld"], "smollm2-135m"),
-                          None, None, torch.device("cpu"), torch.float32, None)
+    out = concurrency_sweep.run(args, tiny, byte_tokenizer(), frozenset(), prompts,
+                                build_drafters(["pld"], "smollm2-135m"), None, None, torch.device("cpu"),
+                                torch.float32, None)
     cells = {(r["method"], r["concurrency"]): r for r in out}
     for c in (1, 2):
         _, ar, pld = calls[c]
@@ -176,28 +177,28 @@ def test_one_tpot_definition_prefill_excluded_at_every_concurrency(tiny, monkeyp
 
 
 def test_single_request_latency_uses_the_generations_first_token_time(tiny):
-    """goose.decode.generate's Generation: TTFT its first_token_s, TPOT the rest of its wall time over the tokens
+    """goose.running.loop.generate's Generation: TTFT its first_token_s, TPOT the rest of its wall time over the tokens
     after the first."""
-    from experiments import bench_json
-    from goose.decode import generate
-    from goose.drafter import Drafter
-    from goose.engine import Engine
+    from goose.drafting.contract import Drafter
+    from goose.engine.single import Engine
+    from goose.experiments import bench_report
+    from goose.running.loop import generate
 
     g = generate(Engine(tiny), list(range(40, 60)), Drafter(), 8)
-    ttft, tpot = bench_json.latency_ms(g)
+    ttft, tpot = bench_report.latency_ms(g)
     assert ttft == pytest.approx(g.first_token_s * 1e3)
     assert 0 < ttft <= g.wall_s * 1e3 and tpot == pytest.approx((g.wall_s * 1e3 - ttft) / (len(g.tokens) - 1))
 
 
 def test_the_json_refuses_nan_and_is_written_whole_or_not_at_all(tmp_path):
-    from experiments import bench_json
+    from goose.experiments import bench_report
 
     out = tmp_path / "x.json"
     out.write_text("old")
     with pytest.raises(ValueError):
-        bench_json.write(str(out), {"tpot_p50_ms": float("nan")})
+        bench_report.write(str(out), {"tpot_p50_ms": float("nan")})
     assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
-    bench_json.write(str(out), {"tpot_p50_ms": None})
+    bench_report.write(str(out), {"tpot_p50_ms": None})
     assert strict(out) == {"tpot_p50_ms": None}
 
 
@@ -220,7 +221,7 @@ def test_json_and_figure_at_one_path_are_refused(tmp_path, capsys):
                                  ["--temperature", "-1"], ["--figure", "{fig}"]])
 @pytest.mark.parametrize("form", ["apart", "equals"])
 def test_a_refused_command_line_leaves_no_earlier_json_or_figure(bad, form, tmp_path, capsys):
-    """parse() refuses before bench_json.claim() runs: the earlier run's files at --json and --figure go anyway."""
+    """parse() refuses before bench_report.claim() runs: the earlier run's files at --json and --figure go anyway."""
     out, fig = tmp_path / "out.json", tmp_path / "f.png"
     out.write_text('{"rows": "stale"}')
     fig.write_bytes(b"stale")

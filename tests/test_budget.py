@@ -3,13 +3,13 @@
 import pytest
 from conftest import hf_greedy
 
-from baselines.balanced_tree import BalancedTreeDrafter
-from baselines.token_recycling import TokenRecyclingDrafter
-from goose.budget import AutoBudget, CostCurve
-from goose.decode import generate
-from goose.engine import Engine
-from goose.spine_tree import BRANCH, SPINE, GooseDrafter
-from goose.tree import TreeNodes
+from goose.drafting.budget import AutoBudget, CostCurve
+from goose.drafting.tree import TreeNodes
+from goose.engine.single import Engine
+from goose.methods.balanced_tree import BalancedTreeDrafter
+from goose.methods.goose import BRANCH, SPINE, GooseDrafter
+from goose.methods.token_recycling import TokenRecyclingDrafter
+from goose.running.loop import generate
 
 
 def test_cost_curve_interpolates_and_extrapolates():
@@ -62,7 +62,7 @@ def test_a_long_held_span_is_trusted_deeper_and_a_pruned_source_is_tried_again()
     """A chain node's prior follows how long its span has held ((h + 1) / (h + 2)), so a chain continuing a
     30-token match is kept deeper than one continuing a 1-token match; a key rejected a few times and then
     pruned drifts back to its prior while unobserved, and one observed step after step keeps its evidence."""
-    from goose.budget import AcceptanceModel
+    from goose.drafting.budget import AcceptanceModel
 
     curve = CostCurve([1, 8, 16, 64], [1.0, 1.15, 1.6, 4.0])
 
@@ -101,7 +101,7 @@ def test_auto_budget_is_lossless(tiny, prompts, make):
 def test_engine_measures_one_cost_per_width_with_the_widths_taking_turns(tiny, monkeypatch):
     """On a clock that advances by exactly T ms per verification of T nodes (and by 0 elsewhere), every round
     of every width reads T ms: the warm-up round is dropped, rounds are per width, the median is taken."""
-    import goose.engine as engine_module
+    import goose.engine.single as engine_module
 
     clock = {"t": 0.0}
     engine = Engine(tiny)
@@ -125,8 +125,8 @@ def test_engine_measures_one_cost_per_width_with_the_widths_taking_turns(tiny, m
 def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkeypatch):
     import torch
 
-    from goose.budget import cost_curve
-    from goose.models import ModelIdentity
+    from goose.drafting.budget import cost_curve
+    from goose.models.loading import ModelIdentity
 
     class Engine:
         backend = "eager"
@@ -155,8 +155,8 @@ def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):
     half its context to the prefix, after the prefix that fits."""
     import torch
 
-    from goose.budget import cost_curve
-    from goose.models import ModelIdentity
+    from goose.drafting.budget import cost_curve
+    from goose.models.loading import ModelIdentity
 
     class Engine:
         backend = "eager"
@@ -176,7 +176,7 @@ def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):
 
 def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     """Rounds that disagree (another process had the cores for a while) are not kept as the hardware's curve."""
-    from goose.budget import measure_quietly, round_spread
+    from goose.drafting.budget import measure_quietly, round_spread
 
     class Busy:
         attempts = 0

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.artifacts import make
-from analysis.claims import (
+from goose.analysis.artifacts import make
+from goose.analysis.claims import (
     CLAIMS,
     CONTRADICTED,
     HOLDS,
@@ -18,9 +18,9 @@ from analysis.claims import (
     tau,
     verdict,
 )
-from analysis.load import load_rows
-from analysis.scorecard import summary_block
-from goose.results import ResultsFile
+from goose.analysis.load import load_rows
+from goose.analysis.scorecard import summary_block
+from goose.storage.result_files import ResultsFile
 
 CLAIM = {c.number: c for c in CLAIMS}
 BUDGET = {"pld": "fixed", "tr": "fixed", "lookahead": "fixed", "rest": "fixed"}
@@ -40,7 +40,7 @@ def put(root, method, steps, bench="humaneval", new=120, model="m", budget=None,
 
 
 def card(root) -> pd.DataFrame:
-    from analysis.artifacts import rows_for
+    from goose.analysis.artifacts import rows_for
 
     return scorecard(rows_for("claims", load_rows(root))).set_index(["claim", "comparison"])
 
@@ -140,7 +140,7 @@ def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
 
 
 def test_the_paper_plan_counts_runs_prompts_and_tokens(capsys):
-    from experiments import claims_plan
+    from goose.experiments import claims_plan
 
     claims_plan.main(["--profile", "paper"])
     out = capsys.readouterr().out

@@ -28,7 +28,7 @@ def test_a_tokenizer_without_a_chat_template_is_refused_in_one_line(tiny_folder)
     from transformers import AutoTokenizer
 
     from goose.errors import GooseError
-    from goose.inputs import build_input
+    from goose.running.inputs import build_input
 
     tok = AutoTokenizer.from_pretrained(str(tiny_folder))
     assert not getattr(tok, "chat_template", None)

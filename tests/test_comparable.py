@@ -1,12 +1,12 @@
-"""Comparisons over the prompts every compared configuration ran (analysis.comparable), in every artifact:
+"""Comparisons over the prompts every compared configuration ran (goose.analysis.comparable), in every artifact:
 a folder of mixed prompt sets, a method run at two lengths, and the one line saying what was left out."""
 
 import pandas as pd
 import pytest
 
-from analysis.artifacts import make
-from analysis.load import load_rows
-from goose.results import ResultsFile
+from goose.analysis.artifacts import make
+from goose.analysis.load import load_rows
+from goose.storage.result_files import ResultsFile
 
 SAME_RUN = {"speedup_source": "interleaved", **{f"{p}{k}": v for p in ("", "ar_") for k, v in
             {"host": "h", "threads": 2, "torch": "2.13.0", "backend": "eager", "device_name": "cpu",
@@ -120,7 +120,7 @@ def test_source_gap_and_table1_never_pool_or_average_one_benchmark_twice(tmp_pat
 
 
 def test_one_refused_artifact_leaves_the_others_written_and_the_exit_says_it(tmp_path, capsys):
-    from analysis.reproduce import main
+    from goose.analysis.reproduce import main
 
     root = tmp_path / "r"
     put(root, "goose", "gsm8k", {"0": 30, "1": 20})

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import hf_greedy
 
-from goose.budget import AUTO_BUILD_NODES, AutoBudget, CostCurve
-from goose.decode import generate
-from goose.engine import Engine, Verification
+from goose.drafting.budget import AUTO_BUILD_NODES, AutoBudget, CostCurve
+from goose.engine.draft import Verification
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.methods import method_drafter, method_names
-from goose.spine_tree import GooseDrafter
+from goose.methods.goose import GooseDrafter
+from goose.running.loop import generate
+from goose.running.registry import method_drafter, method_names
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GAIN = CostCurve([1, 2, 128], [1.0, 100.0, 10_000.0])  # any draft beyond the root costs more than it can win
@@ -59,7 +60,7 @@ def test_budget_auto_is_applied_or_refused(name, tiny, prompts, store):
 def test_a_numeric_budget_changes_drafts_or_is_recorded_as_fixed(name, tiny, prompts, store):
     from tiny import byte_tokenizer
 
-    from goose.methods import budget_label
+    from goose.running.registry import budget_label
 
     # A context from the REST store's corpus, proposed on directly: the tiny model never writes it.
     corpus = byte_tokenizer()("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    ret").input_ids
@@ -128,8 +129,8 @@ def test_a_bad_hyperparameter_is_a_clear_error(run_goose, tmp_path):
 TOY = '''
 from dataclasses import dataclass
 
-from goose.drafter import Capabilities
-from goose.tree import Source, TreeDrafter, TreeNodes
+from goose.drafting.contract import Capabilities
+from goose.drafting.tree import Source, TreeDrafter, TreeNodes
 
 REPEAT = Source("repeat")
 
@@ -156,8 +157,8 @@ class RepeatDrafter(TreeDrafter):
 
 @pytest.mark.integration
 def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goose, monkeypatch):
-    from analysis.artifacts import make
-    from analysis.load import load_rows
+    from goose.analysis.artifacts import make
+    from goose.analysis.load import load_rows
 
     user = tmp_path / "mine"
     (user / "method").mkdir(parents=True)
@@ -176,7 +177,7 @@ def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goos
     assert "repeat" in next(p for p in table if p.suffix == ".md").read_text()
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    b = subprocess.run([sys.executable, str(ROOT / "experiments" / "bench.py"), "--model", "hf", "--model-path",
+    b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--model", "hf", "--model-path",
                         str(tiny_folder), "--search-path", str(user), "--methods", "repeat", "repeat@auto",
                         "--benchmarks", "humaneval", "--n-prompts", "1", "--max-new-tokens", "8", "--repeats", "1"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

@@ -23,17 +23,16 @@ import torch
 from tiny import byte_tokenizer, tiny_model, tiny_windowed_model
 from torch.overrides import TorchFunctionMode
 
-import baselines
 import goose
-from goose.batch_decode import Request, decode_batch
-from goose.batch_engine import BatchEngine
-from goose.decode import generate
-from goose.drafter import Capabilities, Drafter
-from goose.engine import Engine
-from goose.methods import method_drafter, method_names
-from goose.sampling import Sampling
+from goose.drafting.contract import Capabilities, Drafter
+from goose.engine.batched import BatchEngine
+from goose.engine.sampling import Sampling
+from goose.engine.single import Engine
+from goose.running.batch_loop import Request, decode_batch
+from goose.running.loop import generate
+from goose.running.registry import method_drafter, method_names
 
-GOOSE_CODE = tuple(str(Path(m.__file__).parent) for m in (goose, baselines))
+GOOSE_CODE = tuple(str(Path(m.__file__).parent) for m in (goose,))
 FACTORIES = {torch.tensor, torch.as_tensor, torch.asarray, torch.scalar_tensor, torch.zeros, torch.ones, torch.empty,
              torch.full, torch.arange, torch.range, torch.linspace, torch.logspace, torch.eye, torch.empty_strided,
              torch.rand, torch.randn, torch.randint, torch.randperm, torch.tril_indices, torch.triu_indices}
@@ -126,8 +125,8 @@ def test_every_method_names_its_devices(model, name, store):
 def test_backends_windows_and_cost_measurement_name_their_devices(model):
     import copy
 
-    from goose.backends import apply_backend
-    from goose.budget import AutoBudget, CostCurve
+    from goose.drafting.budget import AutoBudget, CostCurve
+    from goose.engine.backends import apply_backend
 
     auto, _ = method_drafter("goose@auto")
     auto.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.2])))
@@ -153,7 +152,7 @@ EXPECTED = {
     "verify top-k scores": torch.float32,
     "batched prompt top-k scores": torch.float32,
     # the sampler works in float32 on purpose: logits / temperature, the nucleus and the Gumbel noise, so a
-    # sampled token is the same draw whatever the model's dtype (goose.sampling)
+    # sampled token is the same draw whatever the model's dtype (goose.engine.sampling)
     "filtered logits": torch.float32,
     "sampling noise": torch.float32,
 }
@@ -178,7 +177,7 @@ class Recorder(Drafter):
             self.seen["prefill top-k scores"].add(prefill.topk_scores.dtype)
 
     def propose(self, context):
-        from goose.engine import Draft
+        from goose.engine.draft import Draft
 
         return Draft([context[-1], context[-1], context[-1]], [-1, 0, 1])  # three nodes: a real tree mask
 
@@ -190,8 +189,8 @@ class Recorder(Drafter):
 def test_masks_scores_and_noise_are_in_the_model_dtype_or_float32_on_purpose(dtype, monkeypatch):
     from collections import defaultdict
 
-    import goose.engine
-    import goose.sampling
+    import goose.engine.sampling
+    import goose.engine.single
 
     seen: dict[str, set] = defaultdict(set)
     blocked: set[float] = set()
@@ -209,7 +208,7 @@ def test_masks_scores_and_noise_are_in_the_model_dtype_or_float32_on_purpose(dty
             blocked.update(set(m.unique().tolist()) - {0.0})
         assert kwargs["position_ids"].dtype == torch.int64
 
-    real_gumbel, real_kept = goose.sampling.gumbel_at, goose.sampling.kept_tokens
+    real_gumbel, real_kept = goose.engine.sampling.gumbel_at, goose.engine.sampling.kept_tokens
 
     def gumbel_at(seed, ids):
         out = real_gumbel(seed, ids)
@@ -221,9 +220,9 @@ def test_masks_scores_and_noise_are_in_the_model_dtype_or_float32_on_purpose(dty
         seen["filtered logits"].add(values.dtype)
         return ids, values
 
-    monkeypatch.setattr(goose.sampling, "gumbel_at", gumbel_at)
-    monkeypatch.setattr(goose.sampling, "kept_tokens", kept_tokens)
-    assert goose.engine.Sampler is goose.sampling.Sampler  # the engine samples through the patched module
+    monkeypatch.setattr(goose.engine.sampling, "gumbel_at", gumbel_at)
+    monkeypatch.setattr(goose.engine.sampling, "kept_tokens", kept_tokens)
+    assert goose.engine.single.Sampler is goose.engine.sampling.Sampler  # the engine samples through the patched module
     for m in (tiny_model(seed=0).to(dtype), tiny_windowed_model("gemma3").to(dtype)):
         hook = m.register_forward_pre_hook(mask_of, with_kwargs=True)
         for sampling in (None, SAMPLING):

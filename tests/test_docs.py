@@ -32,10 +32,10 @@ def test_a_command_in_the_docs_is_valid(where, command, monkeypatch):
 
 
 def test_every_row_column_is_documented():
-    from goose.rows import COLUMNS, TAIL
+    from goose.storage.row_schema import COLUMNS, TAIL
 
     text = (ROOT / "docs" / "rows.md").read_text()
-    from goose.spec import SETTINGS
+    from goose.running.spec import SETTINGS
 
     missing = [c.name for c in (*COLUMNS, *TAIL) if f"`{c.name}`" not in text]
     missing += [s.key for s in SETTINGS if s.row and f"`{s.key}`" not in text]
@@ -50,7 +50,7 @@ def test_every_results_page_says_when_and_on_what_it_was_measured():
 
 
 def test_the_readme_leads_with_the_claims_scorecards_summary():
-    from analysis.scorecard import summary_block
+    from goose.analysis.scorecard import summary_block
 
     readme = (ROOT / "README.md").read_text()
     scorecard = (ROOT / "docs" / "results" / "claims.md").read_text()

@@ -1,31 +1,27 @@
-"""experiments/draft_bounds.py: the replay accepts what verification accepts, and the clairvoyant pruner
+"""src/goose/experiments/draft_bounds.py: the replay accepts what verification accepts, and the clairvoyant pruner
 bounds the shipped one."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 import torch
-from test_run import ROOT
 
-from baselines.pld import PromptLookupDrafter
-from goose.budget import AutoBudget, CostCurve
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Engine
-from goose.metrics import copy_split
-from goose.spine_tree import SPINE, GooseDrafter
-from goose.tree import TreeNodes
+from goose.drafting.budget import AutoBudget, CostCurve
+from goose.drafting.contract import Drafter
+from goose.drafting.tree import TreeNodes
+from goose.engine.single import Engine
+from goose.methods.goose import SPINE, GooseDrafter
+from goose.methods.pld import PromptLookupDrafter
+from goose.running.loop import generate
+from goose.storage.metrics import copy_split
 
 
 @pytest.fixture(scope="module")
 def bounds():
-    spec = importlib.util.spec_from_file_location("draft_bounds", ROOT / "experiments" / "draft_bounds.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from goose.experiments import draft_bounds
+    return draft_bounds
 
 
 @pytest.fixture
@@ -135,7 +131,7 @@ def test_hypothetical_cost_curve_is_read_in_ms_and_bad_points_refused(bounds):
 @pytest.mark.integration
 def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    base = [sys.executable, str(ROOT / "experiments" / "draft_bounds.py"), "--model", "hf", "--model-path",
+    base = [sys.executable, "-m", "goose.experiments.draft_bounds", "--model", "hf", "--model-path",
             str(tiny_folder), "--benchmarks", "humaneval", "--n-prompts", "2", "--max-new-tokens", "16"]
     ok = subprocess.run([*base, "--methods", "pld@auto", "goose@auto", "--real"], cwd=tmp_path, env=env,
                         capture_output=True, text=True, timeout=600)

@@ -7,15 +7,15 @@ import pytest
 import torch
 from conftest import hf_greedy
 
-from baselines.balanced_tree import BalancedTreeDrafter
-from baselines.pld import PromptLookupDrafter
-from baselines.token_recycling import TR_WIDTHS, TokenRecyclingDrafter, tree_template
-from goose.adjacency import AdjacencyTable
-from goose.context_match import ContextMatcher, confidence
-from goose.decode import generate
-from goose.engine import Engine
+from goose.drafting.adjacency import AdjacencyTable
+from goose.drafting.context_match import ContextMatcher, confidence
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.spine_tree import BRANCH, SPINE, GooseConfig, GooseDrafter, SpineOnlyDrafter, build_spine_tree
+from goose.methods.balanced_tree import BalancedTreeDrafter
+from goose.methods.goose import BRANCH, SPINE, GooseConfig, GooseDrafter, SpineOnlyDrafter, build_spine_tree
+from goose.methods.pld import PromptLookupDrafter
+from goose.methods.token_recycling import TR_WIDTHS, TokenRecyclingDrafter, tree_template
+from goose.running.loop import generate
 
 
 # --- context matcher --------------------------------------------------------------------

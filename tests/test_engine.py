@@ -4,8 +4,9 @@ import pytest
 import torch
 from conftest import hf_greedy
 
-from goose.decode import Drafter, commit, generate
-from goose.engine import Draft, Engine, ancestor_matrix, check_supported, greedy_walk
+from goose.engine.draft import Draft, ancestor_matrix, greedy_walk
+from goose.engine.single import Engine, check_supported
+from goose.running.loop import Drafter, commit, generate
 
 
 class Scripted(Drafter):
@@ -146,7 +147,7 @@ def test_walk_and_ancestors():
 def test_sliding_window_models_are_supported_full_attention_ones_unchanged():
     from transformers import MistralConfig, Qwen2Config
 
-    from goose.layouts import sliding_window
+    from goose.engine.layouts import sliding_window
 
     check_supported(MistralConfig(sliding_window=128))  # masked by the engines (tests/test_windows.py)
     check_supported(Qwen2Config(use_sliding_window=False))
@@ -155,7 +156,7 @@ def test_sliding_window_models_are_supported_full_attention_ones_unchanged():
 
 
 def test_greedy_from_topk_breaks_ties_like_argmax():
-    from goose.engine import greedy_from_topk
+    from goose.engine.logits import greedy_from_topk
 
     logits = torch.tensor([[0.0, 3.0, 3.0, 1.0], [5.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
     s, i = logits.topk(2, dim=-1)
@@ -164,7 +165,7 @@ def test_greedy_from_topk_breaks_ties_like_argmax():
 
 @pytest.mark.parametrize("shape,k", [((60, 49152), 10), ((7, 1000), 2), ((3, 4099), 10), ((1, 300), 10)])
 def test_topk_rows_equals_topk(shape, k):
-    from goose.engine import topk_rows
+    from goose.engine.logits import topk_rows
 
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(shape[1]))
     values, ids = topk_rows(x, k)
@@ -173,7 +174,7 @@ def test_topk_rows_equals_topk(shape, k):
 
 
 def test_topk_rows_with_ties_keeps_the_top_values():
-    from goose.engine import greedy_rows, topk_rows
+    from goose.engine.logits import greedy_rows, topk_rows
 
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 6, (20, 5000), generator=g).float()  # thousands of ties per value
@@ -191,11 +192,11 @@ def test_topk_rows_with_ties_keeps_the_top_values():
 
 def test_block_topk_path_is_lossless(tiny, prompts, monkeypatch):
     """The tiny vocabulary (260) is too small for topk_rows' blocks; shrink them to run that path."""
-    import goose.engine
-    from baselines.pld import PromptLookupDrafter
-    from goose.spine_tree import GooseDrafter
+    import goose.engine.logits
+    from goose.methods.goose import GooseDrafter
+    from goose.methods.pld import PromptLookupDrafter
 
-    monkeypatch.setattr(goose.engine, "TOPK_BLOCK", 6)  # 43 blocks and a ragged tail of 2
+    monkeypatch.setattr(goose.engine.logits, "TOPK_BLOCK", 6)  # 43 blocks and a ragged tail of 2
     for drafter in (GooseDrafter(budget=60), PromptLookupDrafter()):
         engine = Engine(tiny)
         for prompt in prompts:

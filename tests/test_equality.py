@@ -1,4 +1,4 @@
-"""The equality report: two run folders compared question by question (analysis/equality.py)."""
+"""The equality report: two run folders compared question by question (src/goose/analysis/question_diff.py)."""
 
 import subprocess
 import sys
@@ -21,7 +21,7 @@ def test_equality_report_compares_every_question_and_shows_the_divergence(tiny_f
               "n_prompts=3", "max_new_tokens=16", f"results_dir={tmp_path / 'res'}", "speedup_reference=none"]
     a = Path(run_goose("method=ar", *common)[0]["run_dir"])
     b = Path(run_goose("method=goose", "budget=16", *common)[0]["run_dir"])
-    cmd = [sys.executable, str(ROOT / "analysis" / "reproduce.py"), "equality"]
+    cmd = [sys.executable, "-m", "goose.analysis.reproduce", "equality"]
     r = subprocess.run([*cmd, "--a", str(a), "--b", str(b)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "compared 3 question(s) present in both: 3 identical, 0 differ" in r.stdout and "EQUAL" in r.stdout
@@ -34,7 +34,7 @@ def test_equality_report_compares_every_question_and_shows_the_divergence(tiny_f
     lines[0]["tokens"][5] += 1  # p0 differs at token 5
     lines[1]["tokens"] = lines[1]["tokens"][:9]  # p1 stops early: A goes on
     lines[1]["pieces"] = lines[1]["pieces"][:9]
-    from goose.fingerprints import digest
+    from goose.storage.fingerprints import digest
 
     for x in lines:  # as another run would have written them
         x["check"] = digest({k: v for k, v in x.items() if k != "check"}, 12)
@@ -78,7 +78,7 @@ def run_folder(path, outputs, *, fingerprint="m0", temperature=0.0, top_k=0, top
     not `rows`), recording these settings; `capped` = {question: its new-token limit where the context caps it}."""
     from omegaconf import OmegaConf
 
-    from goose.results import OutputsFile, ResultsFile
+    from goose.storage.result_files import OutputsFile, ResultsFile
 
     path.mkdir(parents=True)
     chash = f"hash-{path.name}"  # each folder its own configuration
@@ -125,7 +125,7 @@ def test_runs_of_another_model_or_setting_are_never_classed(tmp_path, what, reco
     """bfloat16 greedy against bfloat16 temperature=0.7 was classed `numerics`, and so was a model against a
     perturbed copy (another fingerprint): another model, sampling, length, chat template or stop rule is refused
     with both values, wherever the run records it (its config.yaml, its rows)."""
-    from analysis.equality import CannotCompare, compare
+    from goose.analysis.question_diff import CannotCompare, compare
 
     a_kw, b_kw, said = ANOTHER[what]
     where = {"config": recorded != "rows only", "rows": recorded != "config.yaml only"}
@@ -143,7 +143,7 @@ def test_the_command_names_the_difference_in_one_line_and_exits_2(tmp_path):
     out_a, out_b = answers()
     a = run_folder(tmp_path / "a", out_a)
     b = run_folder(tmp_path / "b", out_b, fingerprint="m0-perturbed")
-    r = subprocess.run([sys.executable, str(ROOT / "analysis" / "reproduce.py"), "equality", "--a", str(a), "--b",
+    r = subprocess.run([sys.executable, "-m", "goose.analysis.reproduce", "equality", "--a", str(a), "--b",
                         str(b)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
     lines = r.stderr.splitlines()
@@ -154,7 +154,7 @@ def test_runs_differing_in_what_the_report_is_for_are_compared_and_the_header_sh
     """dtype, backend, concurrency, method (and a greedy run's unused seed) may differ: the report compares them,
     and its header shows each run's model fingerprint, dtype, sampling, length, chat template, stop rule, method
     and concurrency."""
-    from analysis.equality import NOT_EQUAL, compare
+    from goose.analysis.question_diff import NOT_EQUAL, compare
 
     out_a, out_b = answers()
     a = run_folder(tmp_path / "a", out_a)
@@ -183,7 +183,7 @@ def test_runs_differing_in_what_the_report_is_for_are_compared_and_the_header_sh
 def test_two_dtypes_are_held_to_the_coarser_ones_tolerance(tmp_path):
     """float16 against bfloat16 was held to float16's tolerance (the larger name): bfloat16 (8 bits of mantissa)
     is the coarser, and a near-tie 0.5 apart (within its 1.0, beyond float16's 0.125) is numerics."""
-    from analysis.equality import compare
+    from goose.analysis.question_diff import compare
 
     out_a, out_b = answers(gap=0.5)
     report, _ = compare(run_folder(tmp_path / "a", out_a, dtype="float16"),
@@ -195,7 +195,7 @@ def test_two_dtypes_are_held_to_the_coarser_ones_tolerance(tmp_path):
     assert "| p1 | 4 | 4 | 2 | numerics |" in report and "within float16's tolerance (0.125)" in report, report
     import torch
 
-    from goose.equality import coarser
+    from goose.storage.equality import coarser
 
     assert coarser("float32", "float16", "bfloat16") == coarser(torch.bfloat16, "float16") == torch.bfloat16
     assert coarser("torch.float32", "float16") == torch.float16 and coarser("float32") == torch.float32
@@ -203,7 +203,7 @@ def test_two_dtypes_are_held_to_the_coarser_ones_tolerance(tmp_path):
 
 def test_the_summary_explains_only_the_classes_present(tmp_path):
     """A report with no numerics explained what numerics are; each class present is explained, no other."""
-    from analysis.equality import compare
+    from goose.analysis.question_diff import compare
 
     out_a, out_b = answers(gap=3.0)  # beyond every tolerance: diverged
     report, _ = compare(run_folder(tmp_path / "a", out_a), run_folder(tmp_path / "b", out_b))

@@ -4,9 +4,10 @@ Hugging Face's concatenating cache gives, also across a buffer's growth."""
 import torch
 from transformers import DynamicCache
 
-from goose import kv_cache
-from goose.engine import Draft, Engine
-from goose.kv_cache import InPlaceLayer
+from goose.engine import kv_cache
+from goose.engine.draft import Draft
+from goose.engine.kv_cache import InPlaceLayer
+from goose.engine.single import Engine
 
 
 def test_update_crop_and_growth_match_the_concatenating_layer(monkeypatch):
@@ -43,7 +44,7 @@ def test_the_engine_decodes_the_same_logits_on_either_cache(tiny, prompts, monke
 
     monkeypatch.setattr(kv_cache, "CHUNK", 16)
     ours, n = run()
-    monkeypatch.setattr("goose.kv_cache.new_cache", lambda config, limit=None: DynamicCache(config=config))
+    monkeypatch.setattr("goose.engine.kv_cache.new_cache", lambda config, limit=None: DynamicCache(config=config))
     theirs, m = run()
     assert n == m and all(torch.equal(a, b) for a, b in zip(ours, theirs))
 
@@ -51,7 +52,7 @@ def test_the_engine_decodes_the_same_logits_on_either_cache(tiny, prompts, monke
 def test_new_cache_layers_grow_in_place(tiny):
     """A step writes into the buffer the cache already holds (no new tensor per forward, as DynamicLayer's
     concatenation makes): the storage stays put until the buffer is full, then grows by whole chunks."""
-    from goose import kv_cache
+    from goose.engine import kv_cache
 
     engine = Engine(tiny)
     engine.prefill(list(range(40, 90)))  # 50 positions: one buffer of CHUNK

@@ -1,14 +1,14 @@
 """One time per output token everywhere: after the first token, the prefill excluded, at every concurrency,
-with the time to first token beside it (goose.rows' ttft_s / tpot_s, the concurrency table)."""
+with the time to first token beside it (goose.storage.row_schema' ttft_s / tpot_s, the concurrency table)."""
 
 import pandas as pd
 import pytest
 
-from analysis.concurrency import concurrency_table
-from goose.batch_decode import Served
-from goose.decode import Generation, generate
-from goose.drafter import Drafter
-from goose.engine import Engine
+from goose.analysis.concurrency import concurrency_table
+from goose.drafting.contract import Drafter
+from goose.engine.single import Engine
+from goose.running.batch_loop import Served
+from goose.running.loop import Generation, generate
 
 
 def test_one_definition_for_a_request_alone_and_in_a_batch():

@@ -6,11 +6,11 @@ import torch
 from conftest import hf_greedy
 from tiny import byte_tokenizer
 
-from baselines.lookahead import LookaheadDrafter, NGramPool, window_visibility
-from baselines.rest import Datastore, RestDrafter, draft_trie, suffix_array
-from goose.decode import generate
-from goose.engine import Engine
+from goose.engine.single import Engine
 from goose.errors import GooseError
+from goose.methods.lookahead import LookaheadDrafter, NGramPool, window_visibility
+from goose.methods.rest import Datastore, RestDrafter, draft_trie, suffix_array
+from goose.running.loop import generate
 
 
 def test_pool_keeps_g_most_recent_per_key():
@@ -83,7 +83,7 @@ def test_datastore_round_trip_and_retrieval(store):
 
 
 def test_rest_errors(store, tmp_path):
-    with pytest.raises(GooseError, match="python -m baselines.rest build"):
+    with pytest.raises(GooseError, match="python -m goose.methods.rest build"):
         RestDrafter(datastore=str(tmp_path / "none"))
     with pytest.raises(GooseError, match="tokenizer"):
         RestDrafter(datastore=str(store)).bind_tokenizer(OtherVocab(), "tiny")
@@ -102,7 +102,7 @@ def test_rest_builds_its_offline_default_once_on_first_use(tiny, prompts, tmp_pa
 
     from tiny import byte_tokenizer
 
-    import baselines.rest as rest
+    import goose.methods.rest as rest
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(rest, "FIRST_USE_TOKENS", 4000)

@@ -123,7 +123,7 @@ def fake_conversions(monkeypatch, cache: Path) -> list:
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
 
-    monkeypatch.setattr("goose.conversion.convert_gguf_into", fake_convert)
+    monkeypatch.setattr("goose.models.conversion.convert_gguf_into", fake_convert)
     return made
 
 
@@ -131,7 +131,14 @@ def test_each_dtype_is_its_own_conversion(tmp_path, monkeypatch):
     """The converted folder was keyed by the GGUF alone and always float32: a float16 run loaded the float32
     folder (twice the bytes, then a cast). Now the folder is keyed by the dtype too, converted once per dtype,
     and model_folder/load_tokenizer pick the one the run loads (the config's dtype by default)."""
-    from goose.models import converted_gguf, load_tokenizer, model_config, model_folder, resolve_device, resolve_dtype
+    from goose.models.loading import (
+        converted_gguf,
+        load_tokenizer,
+        model_config,
+        model_folder,
+        resolve_device,
+        resolve_dtype,
+    )
 
     made = fake_conversions(monkeypatch, tmp_path / "cache")
     g = tmp_path / "m.gguf"
@@ -155,8 +162,8 @@ def test_each_dtype_is_its_own_conversion(tmp_path, monkeypatch):
 def test_a_float32_conversion_made_before_the_dtype_key_is_reused(tmp_path, monkeypatch):
     """A float32 conversion cached as <stem>-<sha> (before the key named the dtype) holds the same tensors: it
     is used as it is, not converted again; other dtypes are converted."""
-    from goose.conversion import converted_gguf
-    from goose.fingerprints import file_sha256
+    from goose.models.conversion import converted_gguf
+    from goose.storage.fingerprints import file_sha256
 
     made = fake_conversions(monkeypatch, tmp_path / "cache")
     g = tmp_path / "m.gguf"
@@ -181,7 +188,7 @@ def test_a_gguf_is_converted_tensor_by_tensor_to_the_dtype_asked(tmp_path, monke
     from transformers import AutoModelForCausalLM
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    from goose.conversion import convert_gguf_into
+    from goose.models.conversion import convert_gguf_into
 
     g = write_tiny_gguf(tmp_path / "tiny.gguf", tied=tied)
     old = tmp_path / "old"
@@ -199,7 +206,7 @@ def test_a_gguf_is_converted_tensor_by_tensor_to_the_dtype_asked(tmp_path, monke
         return real_checkpoint(*a, **kw)
 
     with monkeypatch.context() as m:
-        m.setattr("goose.conversion.DEQUANT_ELEMS", 1000)  # the embedding dequantized 15 rows at a time
+        m.setattr("goose.models.conversion.DEQUANT_ELEMS", 1000)  # the embedding dequantized 15 rows at a time
         m.setattr(transformers.AutoModelForCausalLM, "from_pretrained", whole_model)
         m.setattr(gguf_utils, "load_gguf_checkpoint", metadata_only)
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
@@ -231,13 +238,13 @@ def test_an_architecture_of_transformers_newer_gguf_path_is_loaded_once_in_the_d
     """Qwen3.5 and LFM2 GGUFs load through transformers' newer GGUF path, not tensor by tensor: there the model
     is loaded by transformers dequantized straight to the dtype asked (one copy, no second model) and written
     from it; the same tensors and config (shown on the tiny Llama sent that way)."""
-    from goose.conversion import convert_gguf_into
+    from goose.models.conversion import convert_gguf_into
 
     g = write_tiny_gguf(tmp_path / "tiny.gguf", tied=True)
     old_conversion(g, tmp_path / "old")
     reference = folder_tensors(tmp_path / "old")
-    monkeypatch.setattr("goose.conversion._legacy_gguf_arch", lambda path: False)
-    monkeypatch.setattr("goose.conversion._stream_gguf_tensors", None)
+    monkeypatch.setattr("goose.models.conversion._legacy_gguf_arch", lambda path: False)
+    monkeypatch.setattr("goose.models.conversion._stream_gguf_tensors", None)
     convert_gguf_into(g, tmp_path / "new", torch.float16)
     got = folder_tensors(tmp_path / "new")
     assert set(got) == set(reference)
@@ -249,7 +256,7 @@ def test_an_architecture_of_transformers_newer_gguf_path_is_loaded_once_in_the_d
 def test_one_shard_is_model_safetensors(tmp_path):
     """Under the shard limit the folder is what save_pretrained writes for a small model: one
     model.safetensors, no index (tests that edit the converted SmolLM2 read that file)."""
-    from goose.conversion import convert_gguf_into
+    from goose.models.conversion import convert_gguf_into
 
     g = write_tiny_gguf(tmp_path / "tiny.gguf", tied=True)
     convert_gguf_into(g, tmp_path / "out", torch.float32)
@@ -286,7 +293,7 @@ def peak():
 
 LOAD = PEAK + """
 import torch
-from goose.models import load_model, model_config
+from goose.models.loading import load_model, model_config
 model = load_model(model_config("hf", sys.argv[1]), "cpu", "float16")[0]
 with torch.no_grad():  # every weight read once, as a run reads them: memory-mapped pages count from here
     for p in model.parameters():
@@ -334,7 +341,7 @@ import torch, transformers, gguf, safetensors.torch, tokenizers
 import transformers.modeling_gguf_pytorch_utils
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from pathlib import Path
-from goose.conversion import converted_gguf
+from goose.models.conversion import converted_gguf
 before = peak()
 folder = converted_gguf(Path(sys.argv[1]), torch.float32)
 print(json.dumps({"before": before, "peak": peak(), "folder": str(folder)}))
@@ -348,7 +355,7 @@ def test_converting_smollm2_peaks_at_about_its_size_and_keeps_every_tensor(tmp_p
     every tensor and the config are those transformers loads from the GGUF in float32: the old conversion's."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from goose.models import model_config, package_file
+    from goose.models.loading import model_config, package_file
 
     cfg = model_config("smollm2-135m")
     g = package_file(cfg.package, cfg.file)

@@ -1,5 +1,5 @@
 """Identity before moves (#47): a method's config hash is its registered name and its Config's values, never its
-drafter class's module path; `python -m goose.migrate` re-keys folders written under the old hash (row schema 4)
+drafter class's module path; `python -m goose.storage.migrate` re-keys folders written under the old hash (row schema 4)
 so they resume, refusing what it cannot verify or would merge, and never leaving a half-migrated folder."""
 
 import json
@@ -14,7 +14,7 @@ MFP, PFP = "mfp", "pfp"  # made-up fingerprints: the migrator reads them from co
 
 # --- the hash ------------------------------------------------------------------------------------------------
 def test_moving_a_drafter_class_to_another_module_keeps_its_config_hash(tmp_path, monkeypatch):
-    from goose.spine_tree import GooseDrafter
+    from goose.methods.goose import GooseDrafter
 
     before = hash_of("method=goose")
     saved = GooseDrafter.__module__, GooseDrafter.__qualname__
@@ -25,7 +25,7 @@ def test_moving_a_drafter_class_to_another_module_keeps_its_config_hash(tmp_path
     finally:
         GooseDrafter.__module__, GooseDrafter.__qualname__ = saved
     # a copy in another module, named by the method config's _target_
-    (tmp_path / "moved_drafters.py").write_text("from goose.spine_tree import GooseDrafter as _Goose\n\n\n"
+    (tmp_path / "moved_drafters.py").write_text("from goose.methods.goose import GooseDrafter as _Goose\n\n\n"
                                                 "class GooseDrafter(_Goose):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     moved = ("method=goose", "method.drafter._target_=moved_drafters.GooseDrafter")
@@ -37,7 +37,7 @@ def test_moving_a_drafter_class_to_another_module_keeps_its_config_hash(tmp_path
 def test_moving_a_benchmark_loader_keeps_its_config_hash(tmp_path, monkeypatch):
     """A loader is code too: the prompts it reads are hashed by content, so moving it keeps the folders."""
     before = hash_of("benchmark=gsm8k")
-    (tmp_path / "moved_loaders.py").write_text("from goose.benchmark_loaders import gsm8k  # noqa: F401\n")
+    (tmp_path / "moved_loaders.py").write_text("from goose.benchmarks.builtin import gsm8k  # noqa: F401\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert hash_of("benchmark=gsm8k", "benchmark.loader._target_=moved_loaders.gsm8k") == before
     assert hash_of("benchmark=gsm8k") != hash_of("benchmark=gsm8k", "benchmark.paper_max_new_tokens=7")
@@ -53,14 +53,20 @@ def test_the_legacy_hash_is_the_one_schema_4_wrote():
     """Pinned: what the code before #47 (commit 24c71ef) computed for these configurations and fingerprints. If
     this fails, the fields of the config hash changed: schema-4 folders no longer verify, and the migrator
     refuses them (it never guesses)."""
-    from goose.run_folder import legacy_config_hash
+    from goose.storage.run_folder import legacy_config_hash
 
-    assert legacy_config_hash(spec_of("method=pld"), MFP, PFP, "dfp", ["a", "b"]) == "7a4ff9f3bf51"
-    assert legacy_config_hash(spec_of("method=goose", "concurrency=4"), MFP, PFP, "dfp", ["a", "b"]) == "1bbb460aa7cf"
-    assert legacy_config_hash(spec_of("method=tr", "memory=run"), MFP, PFP, "dfp") == "fa030a565889"
+    # the import paths those folders recorded (before the files moved into goose's rooms): drafter and loader
+    pld, goose, tr = (f"{m}Drafter" for m in ("baselines.pld.PromptLookup", "goose.spine_tree.Goose",
+                                                "baselines.token_recycling.TokenRecycling"))
+    loader = "benchmark.loader._target_=goose.benchmark_loaders.humaneval"
+    assert legacy_config_hash(spec_of("method=pld", loader), MFP, PFP, "dfp", ["a", "b"], target=pld) == "7a4ff9f3bf51"
+    assert legacy_config_hash(spec_of("method=goose", "concurrency=4", loader), MFP, PFP, "dfp", ["a", "b"],
+                              target=goose) == "1bbb460aa7cf"
+    assert legacy_config_hash(spec_of("method=tr", "memory=run", loader), MFP, PFP, "dfp", target=tr) == "fa030a565889"
     # the recorded import path is what schema 4 hashed: another one is another key
-    spec = spec_of("method=pld")
-    assert legacy_config_hash(spec, MFP, PFP, "dfp", target="baselines.old.PromptLookupDrafter") != "7a4ff9f3bf51"
+    spec = spec_of("method=pld", loader)
+    assert legacy_config_hash(spec, MFP, PFP, "dfp", ["a", "b"], target="baselines.old.PromptLookupDrafter") != (
+        "7a4ff9f3bf51")
 
 
 # --- a schema-4 folder, as the code before #47 wrote it -------------------------------------------------------
@@ -69,11 +75,11 @@ def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, na
     `target`), results.csv rows and outputs records under the schema-4 key, summaries. Returns (folder, spec)."""
     from omegaconf import OmegaConf
 
-    from goose.models import ModelIdentity
-    from goose.records import write_summary
-    from goose.results import OutputsFile, ResultsFile
-    from goose.rows import flat
-    from goose.run_folder import RunIdentity, default_run_dir, legacy_config_hash, write_config
+    from goose.models.loading import ModelIdentity
+    from goose.storage.result_files import OutputsFile, ResultsFile
+    from goose.storage.row_schema import flat
+    from goose.storage.run_folder import RunIdentity, default_run_dir, legacy_config_hash, write_config
+    from goose.storage.run_records import write_summary
 
     spec = spec_of(*overrides, f"results_dir={root}")
     target = target or spec.method.target
@@ -98,14 +104,14 @@ def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, na
 
 
 def new_key(spec) -> str:
-    from goose.models import ModelIdentity
-    from goose.run_folder import config_hash
+    from goose.models.loading import ModelIdentity
+    from goose.storage.run_folder import config_hash
 
     return config_hash(spec, ModelIdentity("m", MFP, "", "hf", ""), PFP, "")
 
 
 def migrate(capsys, *paths, code=0):
-    from goose.migrate import main
+    from goose.storage.migrate import main
 
     rc = main([str(p) for p in paths])
     out = capsys.readouterr().out
@@ -119,7 +125,7 @@ def snapshot(root: Path) -> dict:
 
 
 def read_back(folder: Path):
-    from goose.results import OutputsFile, ResultsFile
+    from goose.storage.result_files import OutputsFile, ResultsFile
 
     results, outputs = ResultsFile(folder / "results.csv"), OutputsFile(folder / "outputs.jsonl")
     rows, records = results.rows(), outputs.read()
@@ -131,7 +137,7 @@ def read_back(folder: Path):
 def test_a_schema_4_folder_is_re_keyed_and_a_second_run_changes_nothing(tmp_path, capsys):
     from omegaconf import OmegaConf
 
-    from goose.runner import finished
+    from goose.running.runner import finished
 
     old, spec = old_folder(tmp_path, "method=goose")
     (old / "trace.jsonl").write_text('{"prompt_id": "p0"}\n')  # anything else comes along as it is
@@ -144,12 +150,12 @@ def test_a_schema_4_folder_is_re_keyed_and_a_second_run_changes_nothing(tmp_path
     rows, records = read_back(new)
     assert [r["config_hash"] for r in rows] == [key, key] and {r["row_schema"] for r in rows} == {"5"}
     assert {r["config_hash"] for r in records.values()} == {key}
-    from goose.results import OutputsFile
+    from goose.storage.result_files import OutputsFile
 
     assert finished(rows, OutputsFile(new / "outputs.jsonl"), key) == {"p0", "p1"}  # a rerun resumes both
     config = OmegaConf.load(new / "config.yaml")
     assert config.identity.config_hash == key and config.identity.row_schema == 5
-    assert config.method.drafter._target_ == "goose.spine_tree.GooseDrafter"  # provenance, as recorded
+    assert config.method.drafter._target_ == "goose.methods.goose.GooseDrafter"  # provenance, as recorded
     summary = json.loads((new / "summary.json").read_text())
     assert summary["config_hash"] == key and summary["run_dir"] == str(new)
     assert key in (new / "summary.csv").read_text()
@@ -203,7 +209,7 @@ def test_two_old_folders_of_one_configuration_are_never_merged(tmp_path, capsys)
 
 
 def test_a_folder_a_run_is_writing_is_refused(tmp_path, capsys):
-    from goose.results import RunLock
+    from goose.storage.result_files import RunLock
 
     old, _ = old_folder(tmp_path, "method=pld")
     before = snapshot(tmp_path)
@@ -230,7 +236,7 @@ def test_a_folder_whose_rows_or_key_do_not_verify_is_refused_and_left_as_it_is(t
         text = (old / "config.yaml").read_text()
         (old / "config.yaml").write_text(text.replace("max_new_tokens: 64", "max_new_tokens: 65"))
     else:
-        from goose.results import ResultsFile
+        from goose.storage.result_files import ResultsFile
 
         ResultsFile(old / "results.csv").append({**read_back(old)[0][0], "config_hash": "0123456789ab"})
     before = snapshot(tmp_path)
@@ -271,8 +277,8 @@ class Killed(BaseException):
 
 @pytest.mark.parametrize("at", ["building", "after the new folder is in place", "removing the old folder"])
 def test_an_interrupted_migration_leaves_whole_folders_and_a_rerun_finishes_it(tmp_path, capsys, monkeypatch, at):
-    import goose.migrate as m
-    import goose.rekey as rekey
+    import goose.storage.migrate as m
+    import goose.storage.rekey as rekey
 
     old, spec = old_folder(tmp_path, "method=goose")
     new = old.with_name(spec.folder_name(new_key(spec)))
@@ -316,8 +322,8 @@ def test_an_interrupted_migration_leaves_whole_folders_and_a_rerun_finishes_it(t
 
 
 def test_schema_4_rows_upgrade_through_the_row_adapter_and_the_analysis_reads_both(tmp_path, capsys):
-    from analysis.load import load_rows
-    from goose.rows import ROW_SCHEMA, rekeyed, upgrade
+    from goose.analysis.load import load_rows
+    from goose.storage.row_schema import ROW_SCHEMA, rekeyed, upgrade
 
     assert ROW_SCHEMA == 5
     row = {"prompt_id": "p0", "config_hash": "aaaaaaaaaaaa", "memory": "", "trial": "2", "row_schema": "4",
@@ -337,9 +343,9 @@ def test_schema_4_rows_upgrade_through_the_row_adapter_and_the_analysis_reads_bo
 
 def test_the_runner_names_the_migrator_for_a_pinned_folder_of_schema_4_rows(tmp_path):
     from goose.errors import GooseError
-    from goose.run_folder import check_one_configuration
+    from goose.storage.run_folder import check_one_configuration
 
-    with pytest.raises(GooseError, match="python -m goose.migrate"):
+    with pytest.raises(GooseError, match="python -m goose.storage.migrate"):
         check_one_configuration([{"config_hash": "aaaaaaaaaaaa", "row_schema": "4"}], tmp_path, "bbbbbbbbbbbb")
 
 
@@ -350,18 +356,19 @@ def test_a_folder_written_before_the_change_resumes_with_nothing_to_go(tiny_fold
                                                                        run_goose, monkeypatch, capsys, extra):
     """The acceptance test of #47: the run writes its folder as the code before the change did (schema 4: the
     drafter's import path in the hash), the migrator re-keys it, and the same command then decodes nothing."""
-    import goose.rows
-    import goose.run_folder
-    import goose.runner
-    from goose.run_folder import legacy_config_hash
+    import goose.running.runner
+    import goose.storage.row_schema
+    import goose.storage.run_folder
+    from goose.storage.run_folder import legacy_config_hash
 
     args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl", f"benchmark.path={prompt_file}",
             "max_new_tokens=12", "n_prompts=3", f"results_dir={tmp_path}", *extra]
     with monkeypatch.context() as old_code:
-        old_code.setattr(goose.runner, "config_hash", lambda spec, model, pfp, dfp, batch=None:
-                         legacy_config_hash(spec, model.fingerprint, pfp, dfp, batch))
-        old_code.setattr(goose.rows, "ROW_SCHEMA", 4)
-        old_code.setattr(goose.run_folder, "ROW_SCHEMA", 4)
+        old_code.setattr(goose.running.runner, "config_hash", lambda spec, model, pfp, dfp, batch=None:
+                         legacy_config_hash(spec, model.fingerprint, pfp, dfp, batch,
+                                                            target=spec.method.target))
+        old_code.setattr(goose.storage.row_schema, "ROW_SCHEMA", 4)
+        old_code.setattr(goose.storage.run_folder, "ROW_SCHEMA", 4)
         summary, _ = run_goose(*args)
     old = Path(summary["run_dir"])
     assert old.name.endswith(summary["config_hash"]) and {r["row_schema"] for r in read_back(old)[0]} == {"4"}

@@ -10,15 +10,16 @@ import pytest
 import torch
 from tiny import tiny_model
 
-import goose.engine
-from goose.batch_decode import Request, decode_batch
-from goose.batch_engine import BatchEngine
-from goose.decode import BONUS, generate
-from goose.drafter import Drafter
-from goose.engine import Engine
+import goose.engine.draft
+import goose.engine.logits
+from goose.drafting.contract import Drafter
+from goose.engine.batched import BatchEngine
+from goose.engine.sampling import Sampling
+from goose.engine.single import Engine
 from goose.errors import GooseError, NonFiniteLogits
-from goose.methods import method_drafter
-from goose.sampling import Sampling
+from goose.running.batch_loop import Request, decode_batch
+from goose.running.loop import BONUS, generate
+from goose.running.registry import method_drafter
 
 N = 24
 SAMPLING = Sampling(0.8, 0, 0.95, 3)
@@ -72,15 +73,16 @@ def one_line(e) -> str:
 
 @pytest.fixture
 def walks(monkeypatch):
-    """How many walks ran (greedy and sampled both walk through goose.engine.walk)."""
+    """How many walks ran (greedy and sampled both walk through goose.engine.draft.walk)."""
     count = [0]
-    real = goose.engine.walk
+    real = goose.engine.draft.walk
 
     def counted(*a, **kw):
         count[0] += 1
         return real(*a, **kw)
 
-    monkeypatch.setattr(goose.engine, "walk", counted)
+    for module in (goose.engine.draft, goose.engine.logits):  # greedy_walk's walk, and decide's sampled one
+        monkeypatch.setattr(module, "walk", counted)
     return count
 
 
@@ -176,7 +178,7 @@ def test_the_error_says_the_fix_for_the_dtype(dtype, fix):
 
 
 def test_finite_logits_pass_and_a_single_bad_logit_in_any_row_is_caught():
-    from goose.engine import finite_rows, greedy_rows
+    from goose.engine.logits import finite_rows, greedy_rows
 
     x = torch.randn(5, 300, generator=torch.Generator().manual_seed(0))
     assert finite_rows(x).all() and greedy_rows(x, 0, finite_rows(x))[0] == x.argmax(-1).tolist()

@@ -1,14 +1,14 @@
-"""Lossless, or why not (goose.equality): a real bug is `diverged`, never `numerics`; a near-tie swapped by a
+"""Lossless, or why not (goose.storage.equality): a real bug is `diverged`, never `numerics`; a near-tie swapped by a
 different summation order is `numerics`, with both margins and gaps reported."""
 
 import pytest
 import torch
 
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Engine
-from goose.equality import DIVERGED, EXACT, NUMERICS, classify, tolerance
-from goose.methods import method_drafter
+from goose.drafting.contract import Drafter
+from goose.engine.single import Engine
+from goose.running.loop import generate
+from goose.running.registry import method_drafter
+from goose.storage.equality import DIVERGED, EXACT, NUMERICS, classify, tolerance
 
 
 def old(tokens, margins, runners_up):
@@ -69,7 +69,7 @@ def test_the_margins_are_the_logits_a_plain_forward_gives(tiny, prompts):
 def test_a_real_bug_is_diverged_never_numerics(tiny, prompts, monkeypatch):
     """A walk that accepts one more child than the target agreed to: the output leaves AR's, and the verdict is
     diverged (the token taken was not AR's runner-up)."""
-    import goose.engine as engine_module
+    import goose.engine.logits as engine_module
 
     ar = generate(Engine(tiny), prompts[0], Drafter(), 30)
     real_walk = engine_module.greedy_walk
@@ -91,7 +91,7 @@ def test_a_near_tie_swapped_by_a_last_bit_difference_is_numerics(tiny, prompts, 
     say how near the tie was."""
     import copy
 
-    import goose.engine as engine_module
+    import goose.engine.single as engine_module
 
     model = copy.deepcopy(tiny)
     first = generate(Engine(model), prompts[1], Drafter(), 12).tokens

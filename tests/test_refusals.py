@@ -194,8 +194,8 @@ def test_api_prompt_messages_speak_of_the_api(model):
 
 # --- 5: empty prompts, refused when the file loads -------------------------------------------------------
 def test_an_empty_jsonl_prompt_is_refused_at_load_with_file_line_and_id(tmp_path):
-    from goose.benchmark_loaders import prompts_file
-    from goose.benchmarks import load_prompts
+    from goose.benchmarks.builtin import prompts_file
+    from goose.benchmarks.prompts import load_prompts
 
     f = jsonl_file(tmp_path / "p.jsonl", [{"id": "a", "prompt": "x = 1"}, {"id": "b", "prompt": ""}])
     for load in (lambda: prompts_file(str(f)), lambda: load_prompts("jsonl", path=str(f))):
@@ -219,7 +219,7 @@ def test_an_empty_jsonl_prompt_is_refused_at_load_with_file_line_and_id(tmp_path
      json.dumps([{"task_id": "ClassEval_0", "skeleton": None}]), "question id 'ClassEval_0' is not text"),
 ])
 def test_an_empty_prompt_from_any_loader_is_refused_at_load_naming_its_id(bench, relative, content, says, tmp_path):
-    from goose.benchmarks import load_prompts
+    from goose.benchmarks.prompts import load_prompts
 
     (tmp_path / relative).parent.mkdir(parents=True)
     (tmp_path / relative).write_text(content)
@@ -229,7 +229,7 @@ def test_an_empty_prompt_from_any_loader_is_refused_at_load_naming_its_id(bench,
 
 
 def test_an_empty_single_prompt_is_refused_before_the_model_loads(tmp_path):
-    from goose.inputs import single_prompt_text
+    from goose.running.inputs import single_prompt_text
 
     with pytest.raises(GooseError, match="prompt= is empty"):
         single_prompt_text("", None)
@@ -251,8 +251,8 @@ def test_an_empty_prompt_at_concurrency_4_stops_the_run_before_any_work(tiny_fol
 # --- 6: SGLang's format ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("size", [-1, 0, True, 2.5])
 def test_an_sglang_size_below_one_is_refused(size):
-    from goose.engine import Draft
-    from goose.sglang_format import batch_to_sglang, to_sglang
+    from goose.engine.draft import Draft
+    from goose.engine.sglang_format import batch_to_sglang, to_sglang
 
     draft = Draft([5, 6, 7], [-1, 0, 1])
     with pytest.raises(GooseError, match="SGLang draft size must be an integer >= 1"):
@@ -273,7 +273,7 @@ def test_an_sglang_size_below_one_is_refused(size):
     ([], [], "has no tokens"),
 ])
 def test_an_sglang_mask_that_is_not_a_tree_is_refused(tokens, mask, says):
-    from goose.sglang_format import from_sglang
+    from goose.engine.sglang_format import from_sglang
 
     with pytest.raises(GooseError) as e:
         from_sglang(tokens, mask)
@@ -283,8 +283,8 @@ def test_an_sglang_mask_that_is_not_a_tree_is_refused(tokens, mask, says):
 def test_every_mask_to_sglang_writes_reads_back_and_one_cut_off_the_root_does_not():
     import random
 
-    from goose.engine import Draft
-    from goose.sglang_format import bfs_order, from_sglang, to_sglang
+    from goose.engine.draft import Draft
+    from goose.engine.sglang_format import bfs_order, from_sglang, to_sglang
 
     rng = random.Random(0)
     cut = 0
@@ -323,8 +323,8 @@ def summary(**over):
 
 
 def test_the_summary_at_concurrency_says_batched_ar(tmp_path, capsys):
-    from goose.records import print_summary
-    from goose.results import ResultsFile
+    from goose.storage.result_files import ResultsFile
+    from goose.storage.run_records import print_summary
 
     path = tmp_path / "results.csv"
     for i in range(2):
@@ -358,8 +358,8 @@ def test_a_run_at_concurrency_2_prints_batched_ar(tiny_folder, tmp_path, run_goo
     ([0, 0, 1], "node 0 of a draft is the root, with parent -1"),
 ])
 def test_an_sglang_draft_that_is_not_a_tree_is_refused_not_cut(parents, says):
-    from goose.engine import Draft
-    from goose.sglang_format import batch_to_sglang, to_sglang
+    from goose.engine.draft import Draft
+    from goose.engine.sglang_format import batch_to_sglang, to_sglang
 
     draft = Draft([5, 6, 7], parents)
     for call in (lambda: to_sglang(draft, 4), lambda: batch_to_sglang([draft], 4)):
@@ -375,12 +375,12 @@ def test_an_sglang_draft_that_is_not_a_tree_is_refused_not_cut(parents, says):
     (lambda f: f.from_sglang([None, 1], [[1, 0], [1, 1]]), "token ids, integers >= 0 (got None)"),
     (lambda f: f.from_sglang([3, -1], [[1, 0], [1, 1]]), "token ids, integers >= 0 (got -1)"),
     (lambda f: f.from_sglang([3, 4], None), "SGLang mask must be 2 rows of 2 entries for 2 tokens (got None)"),
-    (lambda f: f.batch_to_sglang(None, 4), "batch_to_sglang takes a list of goose.engine.Draft (got None)"),
-    (lambda f: f.batch_to_sglang([[5, 6]], 4), "drafts[0] must be a goose.engine.Draft (got a list)"),
-    (lambda f: f.to_sglang([5, 6], 4), "a draft must be a goose.engine.Draft (got a list)"),
+    (lambda f: f.batch_to_sglang(None, 4), "batch_to_sglang takes a list of goose.engine.draft.Draft (got None)"),
+    (lambda f: f.batch_to_sglang([[5, 6]], 4), "drafts[0] must be a goose.engine.draft.Draft (got a list)"),
+    (lambda f: f.to_sglang([5, 6], 4), "a draft must be a goose.engine.draft.Draft (got a list)"),
 ])
 def test_sglang_arguments_of_the_wrong_kind_are_refused_in_words(call, says):
-    from goose import sglang_format
+    from goose.engine import sglang_format
 
     with pytest.raises(GooseError) as e:
         call(sglang_format)
@@ -390,8 +390,8 @@ def test_sglang_arguments_of_the_wrong_kind_are_refused_in_words(call, says):
 def test_an_sglang_size_of_any_integer_type_is_taken():
     import numpy as np
 
-    from goose.engine import Draft
-    from goose.sglang_format import batch_to_sglang, from_sglang, to_sglang
+    from goose.engine.draft import Draft
+    from goose.engine.sglang_format import batch_to_sglang, from_sglang, to_sglang
 
     draft = Draft([5, 6, 7], [-1, 0, 1])
     assert to_sglang(draft, np.int64(4)) == to_sglang(draft, 4)

@@ -8,7 +8,6 @@ does, by breaking the keying on purpose.
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,13 +15,10 @@ from conftest import hash_of, hf_greedy
 from test_contract import drafter
 from test_run import rows, run_folder
 
-from goose import sampling as sampling_module
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Draft, Engine
-from goose.errors import GooseError
-from goose.methods import method_names
-from goose.sampling import (
+from goose.drafting.contract import Drafter
+from goose.engine import sampling as sampling_module
+from goose.engine.draft import Draft
+from goose.engine.sampling import (
     GUMBEL_MAX,
     GUMBEL_MIN,
     NOISE_BITS,
@@ -35,7 +31,11 @@ from goose.sampling import (
     noise_seed,
     prompt_fingerprint,
 )
-from goose.timing import hf_greedy as hf_reference
+from goose.engine.single import Engine
+from goose.errors import GooseError
+from goose.running.loop import generate
+from goose.running.registry import method_names
+from goose.running.timing import hf_greedy as hf_reference
 
 N_SEEDS = 2000
 SETTINGS = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.7, 20, 0.9), (1.0, 20, 0.9)]  # temperature, top_k, top_p
@@ -139,7 +139,8 @@ def test_noise_is_the_same_in_another_process_whatever_the_global_generator():
     fp = prompt_fingerprint([1, 2, 3])
     torch.manual_seed(123)
     here = gumbel(noise_seed(0, fp, 5), 6).tolist()
-    code = ("import torch; torch.manual_seed(7); from goose.sampling import gumbel, noise_seed, prompt_fingerprint; "
+    code = ("import torch; torch.manual_seed(7); "
+            "from goose.engine.sampling import gumbel, noise_seed, prompt_fingerprint; "
             "print(gumbel(noise_seed(0, prompt_fingerprint([1, 2, 3]), 5), 6).tolist())")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert eval(there) == here and len(set(here)) == 6
@@ -174,7 +175,7 @@ ROW_CASES = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.3, 0, 1.0), (0.7, 0, 0.95), (1.0, 
 def test_choose_is_the_argmax_of_the_whole_perturbed_row(t, k, p):
     """`choose` draws noise for a few tokens only: it must pick what the whole perturbed row picks, with the same
     runners-up and gaps, on peaked rows, flat rows and rows with ties (ties go to the smaller id)."""
-    from goose.sampling import ranked
+    from goose.engine.sampling import ranked
 
     g = torch.Generator().manual_seed(11)
     rows = [torch.randn(5000, generator=g) * scale for scale in (0.5, 3.0, 8.0)]
@@ -413,7 +414,7 @@ def test_a_sampled_run_is_lossless_against_the_ar_sampler(tiny_folder, prompt_fi
 
 
 def test_new_columns_widen_an_old_results_file(tmp_path):
-    from goose.results import ResultsFile
+    from goose.storage.result_files import ResultsFile
 
     f = ResultsFile(tmp_path / "results.csv")
     f.append({"prompt_id": "p0", "tau": 2.0})
@@ -430,9 +431,8 @@ def test_bench_samples_every_method_and_hugging_face_with_the_same_noise(tiny_fo
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    b = subprocess.run([sys.executable, str(root / "experiments" / "bench.py"), "--model", "hf", "--model-path",
+    b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--model", "hf", "--model-path",
                         str(tiny_folder), "--methods", "goose", "pld", "hf-prompt-lookup", "--benchmarks", "humaneval",
                         "--n-prompts", "3", "--max-new-tokens", "24", "--repeats", "1", "--temperature", "0.7",
                         "--top-p", "0.95", "--seed", "3"], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -442,6 +442,6 @@ def test_bench_samples_every_method_and_hugging_face_with_the_same_noise(tiny_fo
     lines = {line.split("|")[1].strip(): line for line in b.stdout.splitlines() if line.startswith("| ")}
     for m in ("ar", "goose@60:prompt", "pld", "hf-prompt-lookup"):
         assert lines[m].rstrip().endswith("3/3 |"), lines[m]
-    bad = subprocess.run([sys.executable, str(root / "experiments" / "bench.py"), "--top-p", "0"], cwd=tmp_path,
+    bad = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--top-p", "0"], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "top_p must be a number in (0, 1]" in bad.stderr

@@ -6,7 +6,7 @@ import pytest
 from conftest import ALL_DATA
 from test_run import run_folder, run_py
 
-from goose.models import model_config
+from goose.models.loading import model_config
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +15,7 @@ SMOLLM2 = model_config("smollm2-135m")
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from goose.models import load_model, stop_ids
+    from goose.models.loading import load_model, stop_ids
 
     model, tok, _, _ = load_model(SMOLLM2, "cpu", "float32")
     return model, tok, stop_ids(tok, model)
@@ -38,19 +38,19 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
 
     from test_drafters import ABLATIONS
 
-    from baselines.balanced_tree import BalancedTreeDrafter
-    from baselines.lookahead import LookaheadDrafter
-    from baselines.pld import PromptLookupDrafter
-    from baselines.rest import RestDrafter, build
-    from baselines.suffix import SuffixDrafter
-    from baselines.token_recycling import TokenRecyclingDrafter
-    from goose.backends import apply_backend
-    from goose.benchmarks import load_prompts
-    from goose.decode import generate
-    from goose.engine import Engine
-    from goose.spine_suffix import GooseSuffixDrafter
-    from goose.spine_tree import GooseDrafter
-    from goose.timing import hf_greedy
+    from goose.benchmarks.prompts import load_prompts
+    from goose.engine.backends import apply_backend
+    from goose.engine.single import Engine
+    from goose.methods.balanced_tree import BalancedTreeDrafter
+    from goose.methods.goose import GooseDrafter
+    from goose.methods.goose_suffix import GooseSuffixDrafter
+    from goose.methods.lookahead import LookaheadDrafter
+    from goose.methods.pld import PromptLookupDrafter
+    from goose.methods.rest import RestDrafter, build
+    from goose.methods.suffix_decoding import SuffixDrafter
+    from goose.methods.token_recycling import TokenRecyclingDrafter
+    from goose.running.loop import generate
+    from goose.running.timing import hf_greedy
 
     model, tok, stops = smollm2
     model = apply_backend(copy.deepcopy(model), backend) if backend != "eager" else model
@@ -72,18 +72,18 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
 def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path):
     """temperature 0.7, top_p 0.95, two seeds: every method returns AR sampling's tokens, AR sampling
     equals Hugging Face's loop on the same perturbed logits, and sampling changes the output."""
-    from baselines.lookahead import LookaheadDrafter
-    from baselines.pld import PromptLookupDrafter
-    from baselines.suffix import SuffixDrafter
-    from baselines.token_recycling import TokenRecyclingDrafter
-    from goose.benchmarks import load_prompts
-    from goose.decode import generate
-    from goose.drafter import Drafter
-    from goose.engine import Engine
-    from goose.sampling import Sampling
-    from goose.spine_suffix import GooseSuffixDrafter
-    from goose.spine_tree import GooseDrafter
-    from goose.timing import hf_greedy
+    from goose.benchmarks.prompts import load_prompts
+    from goose.drafting.contract import Drafter
+    from goose.engine.sampling import Sampling
+    from goose.engine.single import Engine
+    from goose.methods.goose import GooseDrafter
+    from goose.methods.goose_suffix import GooseSuffixDrafter
+    from goose.methods.lookahead import LookaheadDrafter
+    from goose.methods.pld import PromptLookupDrafter
+    from goose.methods.suffix_decoding import SuffixDrafter
+    from goose.methods.token_recycling import TokenRecyclingDrafter
+    from goose.running.loop import generate
+    from goose.running.timing import hf_greedy
 
     model, tok, stops = smollm2
     engine = Engine(model)
@@ -115,8 +115,8 @@ def test_a_copied_model_with_one_tensor_changed_is_another_model(tmp_path):
 
     from safetensors.torch import load_file, save_file
 
-    from analysis.load import load_rows
-    from goose.models import model_folder
+    from goose.analysis.load import load_rows
+    from goose.models.loading import model_folder
 
     pristine, changed = tmp_path / "a" / "smol", tmp_path / "b" / "smol"  # one folder name: one label
     shutil.copytree(model_folder(SMOLLM2), pristine)

@@ -1,4 +1,4 @@
-"""The run specification: every setting declared once (goose.spec), typed below the runner."""
+"""The run specification: every setting declared once (goose.running.spec), typed below the runner."""
 
 import dataclasses
 import shutil
@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from goose.errors import GooseError
 from goose.paths import CONF
-from goose.spec import SETTINGS, RunSpec, setting, whole
+from goose.running.spec import SETTINGS, RunSpec, setting, whole
 
 
 def test_config_yaml_and_the_spec_declare_the_same_settings():
@@ -22,7 +22,7 @@ def test_config_yaml_and_the_spec_declare_the_same_settings():
 def test_adding_a_setting_is_one_declaration_and_its_yaml_line(tmp_path, monkeypatch):
     """A new setting, declared once as a RunSpec field (+ its YAML line), is checked, hashed, a row column, in
     the reference key and in the folder name, with nothing else edited."""
-    import goose.spec as spec_module
+    import goose.running.spec as spec_module
 
     @dataclasses.dataclass(frozen=True)
     class Warped(RunSpec):
@@ -36,7 +36,7 @@ def test_adding_a_setting_is_one_declaration_and_its_yaml_line(tmp_path, monkeyp
     shutil.copytree(CONF, conf)
     (conf / "config.yaml").write_text((conf / "config.yaml").read_text().replace(
         "budget: 60", "warp: 1               # how far\nbudget: 60", 1))
-    monkeypatch.setattr("goose.methods.CONF", conf)
+    monkeypatch.setattr("goose.running.registry.CONF", conf)
     base, warped = spec_of("method=goose"), spec_of("method=goose", "warp=3")
     assert warped.warp == 3 and base.warp == 1
     assert warped.settings("row")["warp"] == 3 and warped.settings("reference")["warp"] == 3
@@ -48,7 +48,7 @@ def test_adding_a_setting_is_one_declaration_and_its_yaml_line(tmp_path, monkeyp
 
 
 def test_below_the_runner_values_are_typed():
-    from goose.budget import AUTO_BUILD_NODES
+    from goose.drafting.budget import AUTO_BUILD_NODES
 
     s = spec_of("method=goose", "budget=auto", "temperature=0.7", "n_prompts=null")
     assert s.budget.auto and s.budget_label == "auto" and s.n_prompts is None

@@ -8,14 +8,14 @@ import pytest
 from conftest import SPEC_BENCH, hash_of, spec_of
 from test_run import ROOT, rows, run_folder, run_py
 
-from analysis.artifacts import make
-from analysis.load import load_rows
-from analysis.spec_bench import mean_accepted, spec_bench_table
-from goose.benchmark_loaders import CATEGORY_ORDER, MULTI_TURN
-from goose.benchmarks import load_prompts
+from goose.analysis.artifacts import make
+from goose.analysis.load import load_rows
+from goose.analysis.spec_bench import mean_accepted, spec_bench_table
+from goose.benchmarks.builtin import CATEGORY_ORDER, MULTI_TURN
+from goose.benchmarks.prompts import load_prompts
 from goose.errors import GooseError
-from goose.inputs import select
-from goose.results import ResultsFile
+from goose.running.inputs import select
+from goose.storage.result_files import ResultsFile
 
 
 # --- prompts --------------------------------------------------------------------------------
@@ -67,9 +67,9 @@ def test_each_trial_and_each_turns_setting_is_its_own_configuration():
 
 
 def test_each_trial_times_ar_under_its_own_reference_key():
-    from goose.models import ModelIdentity
-    from goose.run_folder import RunIdentity
-    from goose.timing import reference_key
+    from goose.models.loading import ModelIdentity
+    from goose.running.timing import reference_key
+    from goose.storage.run_folder import RunIdentity
 
     ident = RunIdentity(ModelIdentity("m", "f", "", "hf", ""), "p", "", "h", {"threads": 1})
     env = {"device_name": "x", "torch": "t", "transformers": "u"}
@@ -194,7 +194,7 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
     # AR timed once per row and pass (its own run in each pass), reused by PLD in the same pass
     assert len(timings) == 8 and all(len(t.read_text().splitlines()) == 1 for t in timings)
     out = tmp_path / "art"
-    a = subprocess.run([sys.executable, str(ROOT / "analysis" / "reproduce.py"), "spec_bench", "spec_bench_figure",
+    a = subprocess.run([sys.executable, "-m", "goose.analysis.reproduce", "spec_bench", "spec_bench_figure",
                         "--results", str(res), "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert a.returncode == 0, a.stderr[-2000:]
     t = (out / "spec_bench.csv").read_text().splitlines()

@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 from conftest import hf_greedy, spec_of
 
-from baselines.suffix import SuffixDrafter
-from goose.decode import generate
-from goose.engine import Draft, Engine, Verification
+from goose.drafting.suffix_cache import library
+from goose.engine.draft import Draft, Verification
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.methods import build_drafters, load_method, method_drafter
-from goose.results import ReferenceStore, TimingStore
-from goose.spine_suffix import GooseSuffixDrafter
-from goose.suffix_cache import library
-from goose.timing import Timer
+from goose.methods.goose_suffix import GooseSuffixDrafter
+from goose.methods.suffix_decoding import SuffixDrafter
+from goose.running.loop import generate
+from goose.running.registry import build_drafters, load_method, method_drafter
+from goose.running.timing import Timer
+from goose.storage.result_files import ReferenceStore, TimingStore
 
 # "10 11 12" is followed by 20 twice and 21 once; "10 11 12 20" by 30 once and 31 once.
 HAND_MADE = [10, 11, 12, 20, 30, 10, 11, 12, 20, 31, 10, 11, 12, 21, 32, 10, 11, 12]

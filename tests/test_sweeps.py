@@ -9,7 +9,7 @@ import pytest
 from conftest import ALL_DATA
 from test_run import ROOT, rows, run_folder, run_py
 
-from goose.benchmarks import load_prompts
+from goose.benchmarks.prompts import load_prompts
 
 
 @pytest.mark.parametrize("name,count,first", [
@@ -44,7 +44,7 @@ def test_missing_data_says_where_it_looked(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GOOSE_DATA_DIR", str(tmp_path / "env"))
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr("goose.benchmarks.REPO_ROOT", tmp_path / "clone")  # a clone without ../shared beside it
+    monkeypatch.setattr("goose.benchmarks.prompts.REPO_ROOT", tmp_path / "clone")  # a clone without ../shared beside it
     with pytest.raises(GooseError) as e:
         load_prompts("mt_bench")
     for where in (tmp_path / "env", tmp_path / "shared" / "data", tmp_path / "cache" / "data"):
@@ -125,7 +125,7 @@ def test_slurm_launcher_composes():
                                  "sampling", "sampling_seeds"])
 @pytest.mark.parametrize("profile", ["paper", "local"])
 def test_experiment_configs_compose_and_name_real_methods(exp, profile):
-    from goose.methods import method_names
+    from goose.running.registry import method_names
 
     params = hydra_config(f"+experiment={exp}-{profile}").hydra.sweeper.params
     assert set(str(params.method).split(",")) <= set(method_names())

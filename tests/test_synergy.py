@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.artifacts import make
-from analysis.load import load_rows
-from analysis.synergy import source_gap, synergy, synergy_published
-from goose.results import ResultsFile
+from goose.analysis.artifacts import make
+from goose.analysis.load import load_rows
+from goose.analysis.synergy import source_gap, synergy, synergy_published
+from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,7 +120,7 @@ def test_published_comparison_and_source_gap(results):
 def test_reproduce_writes_tables_and_figures_and_logs_them_to_wandb(results, tmp_path):
     out = tmp_path / "artifacts"
     names = ["synergy", "synergy_published", "source_gap", "synergy_figure", "spine_continuation"]
-    r = subprocess.run([sys.executable, str(ROOT / "analysis" / "reproduce.py"), *names, "--results", str(results),
+    r = subprocess.run([sys.executable, "-m", "goose.analysis.reproduce", *names, "--results", str(results),
                         "--out", str(out), "--wandb", "offline"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     for n in names[:3]:

@@ -14,7 +14,7 @@ import pytest
 from test_run import ROOT, rows, run_py
 
 from goose.errors import GooseError
-from goose.metrics import speedup_stale, summarize
+from goose.storage.metrics import speedup_stale, summarize
 
 
 def jsonl(path, texts, ids=None):
@@ -150,8 +150,8 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tiny_folder, tmp_path):
 def test_two_hf_folders_with_one_name_never_pool(tmp_path, run_goose):
     from tiny import save_tiny
 
-    from analysis.load import load_rows
-    from analysis.pooling import by
+    from goose.analysis.load import load_rows
+    from goose.analysis.pooling import by
 
     f = jsonl(tmp_path / "p.jsonl", ["k = 1\nk = 1\n", "z z z z"])
     for seed in (0, 1):
@@ -215,7 +215,7 @@ def test_the_command_line_data_dir_wins_over_the_environment(tiny_folder, tmp_pa
     the next folder that has the file, never mistaken for it. The files are the test's own (the cache folder's
     has three questions), so it passes wherever the real data is: the run must read the file the loader's rule
     finds (../shared/data where a checkout has it beside, else the cache's), which the test asks the same rule."""
-    from goose.benchmarks import DataDirs
+    from goose.benchmarks.prompts import DataDirs
 
     def questions(folder, ids):
         (folder / "spec_bench").mkdir(parents=True)
@@ -307,12 +307,12 @@ def test_prompt_file_and_quoted_prompt_take_any_characters(tiny_folder, tmp_path
 @pytest.mark.integration
 def test_rest_build_and_bench_refuse_unknown_names(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "baselines.rest", "build", "--model", "nonexistent",
+    r = subprocess.run([sys.executable, "-m", "goose.methods.rest", "build", "--model", "nonexistent",
                         "--out", str(tmp_path / "s")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown model 'nonexistent'" in r.stderr and "smollm2-135m" in r.stderr
     for flag, name, valid in [("--model", "nope", "smollm2-135m"), ("--benchmarks", "humaneva", "humaneval"),
                               ("--methods", "gose", "goose-no-bigram")]:
-        b = subprocess.run([sys.executable, str(ROOT / "experiments" / "bench.py"), flag, name], cwd=ROOT, env=env,
+        b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", flag, name], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=60)
         assert b.returncode == 2 and f"unknown '{name}'" in b.stderr and valid in b.stderr, b.stderr
 

@@ -15,7 +15,7 @@ from test_run import ROOT, run_folder, run_py
 from test_trust import all_rows, jsonl, tiny_args
 
 from goose.errors import GooseError
-from goose.results import OutputsFile, ResultsFile
+from goose.storage.result_files import OutputsFile, ResultsFile
 
 
 def mounted(kind: str, where: Path, source: Path | None = None, size: str = "96k"):
@@ -40,7 +40,7 @@ def unmount(where: Path) -> None:
 # --- content identity ------------------------------------------------------------------------------
 def test_a_byte_changed_anywhere_in_a_large_file_changes_its_fingerprint(tmp_path, monkeypatch):
     """The old fingerprint read the first and last MiB and 16 blocks of 64 KiB: a change between them kept it."""
-    from goose import fingerprints
+    from goose.storage import fingerprints
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     big = tmp_path / "weights.bin"
@@ -53,7 +53,7 @@ def test_a_byte_changed_anywhere_in_a_large_file_changes_its_fingerprint(tmp_pat
 
 
 def test_the_hash_is_cached_per_file_version_and_an_edit_with_restored_mtime_is_seen(tmp_path, monkeypatch):
-    from goose import fingerprints
+    from goose.storage import fingerprints
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     f = tmp_path / "model.safetensors"
@@ -73,7 +73,7 @@ def test_the_hash_is_cached_per_file_version_and_an_edit_with_restored_mtime_is_
 
 def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
     """A GGUF edited in place (size and mtime kept) was decoded with the old converted weights."""
-    from goose.conversion import converted_gguf
+    from goose.models.conversion import converted_gguf
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     made = []
@@ -83,7 +83,7 @@ def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
 
-    monkeypatch.setattr("goose.conversion.convert_gguf_into", fake_convert)
+    monkeypatch.setattr("goose.models.conversion.convert_gguf_into", fake_convert)
     g = tmp_path / "m.gguf"
     g.write_bytes(b"GGUF" + b"\0" * 100)
     first = converted_gguf(g)
@@ -104,7 +104,7 @@ def test_a_rebuilt_rest_datastore_is_another_configuration(tiny_folder, tmp_path
     """The datastore was not in the hash: rebuilding it at the same path resumed the old rows under one hash."""
     from tiny import byte_tokenizer
 
-    from baselines.rest import build
+    from goose.methods.rest import build
 
     ds = tmp_path / "ds"
     shutil.copytree(store, ds)
@@ -149,7 +149,7 @@ def test_unknown_settings_are_refused_never_ignored(args, says, tmp_path):
 
 
 def test_a_choice_from_a_users_config_folder_is_known(tmp_path):
-    from goose.spec import unknown_choice
+    from goose.running.spec import unknown_choice
 
     (tmp_path / "method").mkdir()
     (tmp_path / "method" / "mine.yaml").write_text("name: mine\n")
@@ -241,7 +241,7 @@ def test_damaged_lines_are_never_rows_and_their_prompts_are_decoded_again(tiny_f
     out_lines = (folder / "outputs.jsonl").read_text().split("\n")
     out_lines[3] = out_lines[3][:40]  # p3's outputs record torn
     (folder / "outputs.jsonl").write_text("\n".join(out_lines))
-    from analysis.load import load_rows
+    from goose.analysis.load import load_rows
 
     assert sorted(load_rows(tmp_path / "res").prompt_id) == ["p0", "p2", "p3"]  # p1 left out, said
     second, out = run_goose(*args)
@@ -269,8 +269,8 @@ def test_a_repeated_row_and_rows_not_asked_for_are_not_counted(tiny_folder, tmp_
 # --- ids and files -----------------------------------------------------------------------------------
 def test_ids_pandas_would_read_as_missing_stay_ids(tiny_folder, tmp_path, run_goose):
     """NA, null, None, nan, 007: three prompts once became one in the analysis, with exit 0."""
-    from analysis.artifacts import make
-    from analysis.load import load_rows
+    from goose.analysis.artifacts import make
+    from goose.analysis.load import load_rows
 
     ids = ["NA", "null", "None", "nan", "007", "N/A"]
     f = jsonl(tmp_path / "p.jsonl", [f"w{i} = {i}\n" * 2 for i in range(len(ids))], ids=ids)
@@ -299,7 +299,7 @@ def test_bad_prompt_files_are_one_clear_line(content, says, tmp_path):
 def test_gzip_u2028_and_folders_as_prompt_files(tiny_folder, tmp_path, run_goose):
     import gzip
 
-    from goose.benchmark_loaders import prompts_file as jsonl_file
+    from goose.benchmarks.builtin import prompts_file as jsonl_file
 
     text = "line one\u2028still one\u2029and one"
     p = tmp_path / "p.jsonl"
@@ -325,7 +325,7 @@ def test_equality_compares_what_was_asked_and_never_writes(tiny_folder, tmp_path
     b_file = jsonl(tmp_path / "b.jsonl", ["completely other text", "a b a b"])
     a = Path(run_goose(*tiny_args(tiny_folder, a_file, tmp_path / "ra", "method=pld"))[0]["run_dir"])
     b = Path(run_goose(*tiny_args(tiny_folder, b_file, tmp_path / "rb", "method=pld"))[0]["run_dir"])
-    cmd = [sys.executable, str(ROOT / "analysis" / "reproduce.py"), "equality"]
+    cmd = [sys.executable, "-m", "goose.analysis.reproduce", "equality"]
     r = subprocess.run([*cmd, "--a", str(a), "--b", str(b)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "different questions" in r.stderr and "p0" in r.stderr, r.stdout + r.stderr
     with open(a / "outputs.jsonl", "a") as h:
@@ -345,8 +345,8 @@ def test_equality_compares_what_was_asked_and_never_writes(tiny_folder, tmp_path
 def test_every_artifact_works_on_a_mixed_folder_or_says_what_it_needs(tiny_folder, tmp_path, run_goose):
     """The demo's rows beside a sweep's ended table1/table2 in KeyError, figure1 in AttributeError, ...: the
     methods' labels split by a setting, then matched nothing."""
-    from analysis.artifacts import ARTIFACTS, make
-    from analysis.load import load_rows
+    from goose.analysis.artifacts import ARTIFACTS, make
+    from goose.analysis.load import load_rows
 
     f = jsonl(tmp_path / "p.jsonl", ["a b a b a b", "c = 1\nc = 1\n"])
     res = tmp_path / "res"

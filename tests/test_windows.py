@@ -1,5 +1,5 @@
 """Sliding-window models (Gemma 3's mixed layers, Mistral's all-sliding ones): the engines keep every entry and
-hide what a window no longer sees with the mask (goose.layouts); every path must decode what the model's own
+hide what a window no longer sees with the mask (goose.engine.layouts); every path must decode what the model's own
 generate decodes, whose cache drops old entries instead. Prompts and answers run well past the window of 8."""
 
 import pytest
@@ -8,14 +8,14 @@ from conftest import hf_greedy
 from test_batch import many_prompts
 from tiny import tiny_windowed_model
 
-from goose.batch_decode import Request, decode_batch
-from goose.batch_engine import BatchEngine
-from goose.decode import generate
-from goose.drafter import Drafter
-from goose.engine import Engine
+from goose.drafting.contract import Drafter
+from goose.engine.batched import BatchEngine
+from goose.engine.layouts import check_supported, layer_masks, sliding_window
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.layouts import check_supported, layer_masks, sliding_window
-from goose.methods import build_drafters
+from goose.running.batch_loop import Request, decode_batch
+from goose.running.loop import generate
+from goose.running.registry import build_drafters
 
 
 @pytest.fixture(scope="module", params=["gemma3", "mistral"])
@@ -37,7 +37,7 @@ def test_the_window_is_read_from_the_config(windowed):
 def test_ar_is_the_models_own_generate_past_the_window(windowed):
     import copy
 
-    from goose.backends import apply_backend
+    from goose.engine.backends import apply_backend
 
     packed = apply_backend(copy.deepcopy(windowed), "prepacked")
     for p in many_prompts()[:4]:
@@ -48,7 +48,7 @@ def test_ar_is_the_models_own_generate_past_the_window(windowed):
 
 @pytest.mark.parametrize("method", ["pld", "goose", "goose@auto", "tr", "lookahead", "suffix"])
 def test_every_method_is_ar_on_a_windowed_model(windowed, method):
-    from goose.budget import AutoBudget, CostCurve
+    from goose.drafting.budget import AutoBudget, CostCurve
 
     (drafter, budget), = build_drafters([method], "smollm2-135m", (), []).values()
     if budget.auto:

@@ -1,7 +1,7 @@
 """An example benchmark loader (docs/adding.md): every non-empty line of a text file is one prompt, its id
 the line number."""
 
-from goose.benchmarks import Prompt, read_text_file
+from goose.benchmarks.prompts import Prompt, read_text_file
 from goose.errors import GooseError
 
 

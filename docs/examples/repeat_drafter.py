@@ -3,8 +3,8 @@
 
 from dataclasses import dataclass
 
-from goose.drafter import budget_setting
-from goose.tree import Source, TreeDrafter, TreeNodes
+from goose.drafting.contract import budget_setting
+from goose.drafting.tree import Source, TreeDrafter, TreeNodes
 
 REPEAT = Source("repeat")  # how its nodes are labelled: rows get repeat_drafted, repeat_accepted, repeat_rate
 

@@ -6,7 +6,7 @@ verification engine.
     out = goose.generate(model, "def fib(n):", method="goose", budget="auto", max_new_tokens=128)
     print(out.text, out.tau, out.from_source)
 
-The API loads lazily: importing a submodule (goose.engine, ...) does not pull it in.
+The API loads lazily: importing a submodule (goose.engine.single, ...) does not pull it in.
 """
 
 from __future__ import annotations

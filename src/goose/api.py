@@ -20,17 +20,17 @@ from pathlib import Path
 
 import torch
 
-from goose.budget import Budget, CostCurve, cost_curve
-from goose.decode import BONUS
-from goose.decode import generate as decode
-from goose.drafter import Drafter
-from goose.engine import Engine
+from goose.drafting.budget import Budget, CostCurve, cost_curve
+from goose.drafting.contract import Drafter
+from goose.engine.sampling import Sampling
+from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.inputs import check_budget
-from goose.models import ModelIdentity, identify_model, load_model, model_config, model_config_names, stop_ids
-from goose.results import token_pieces
-from goose.sampling import Sampling
-from goose.sections import ModelSpec
+from goose.models.loading import ModelIdentity, identify_model, load_model, model_config, model_config_names, stop_ids
+from goose.running.inputs import check_budget
+from goose.running.loop import BONUS
+from goose.running.loop import generate as decode
+from goose.running.sections import ModelSpec
+from goose.storage.result_files import token_pieces
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -52,7 +52,7 @@ class Model:
 
     @property
     def backend(self) -> str:
-        """How the forward runs (goose.backends). prepacked keeps oneDNN-reordered copies of the linear
+        """How the forward runs (goose.engine.backends). prepacked keeps oneDNN-reordered copies of the linear
         weights and drops the plain ones: save weights from a model loaded with backend="eager"."""
         return self.engine.backend
 
@@ -86,7 +86,7 @@ def _model_config(name: str):
 
 def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = False, backend: str = "auto") -> Model:
     """A model by config name (`smollm2-135m`, `vicuna-7b`, ...), local GGUF file or HF folder, or hub id.
-    `backend`: how its forward runs (goose.backends: eager, prepacked, or auto: prepacked for fp32 on a CPU)."""
+    `backend`: how its forward runs (goose.engine.backends: eager, prepacked, or auto: prepacked for fp32 on a CPU)."""
     if not isinstance(name, (str, os.PathLike)):
         raise GooseError(f"goose.load: name must be a str, a model config name, a local path or a hub id "
                          f"({_got(name)}).")
@@ -105,7 +105,7 @@ def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = Fal
 
 def load_config(cfg, device: str = "auto", dtype: str = "auto", backend: str = "auto") -> Model:
     """A model from a conf/model config (as run.py composes it)."""
-    from goose.backends import apply_backend, default_backend
+    from goose.engine.backends import apply_backend, default_backend
 
     identity = identify_model(cfg)
     hf, tok, dev, dt = load_model(cfg, device, dtype, identity)
@@ -191,7 +191,7 @@ def _model(fn: str, model) -> Model:
 def _method_args(fn: str, method, budget, memory):
     """(method, budget, memory) checked: a method name or a Drafter; a budget of nodes or 'auto'; None or a
     memory mode."""
-    from goose.drafter import MEMORY_MODES
+    from goose.drafting.contract import MEMORY_MODES
 
     if not isinstance(method, (str, Drafter)):
         raise GooseError(f"{fn}: method must be a method name such as 'goose' or a Drafter instance "
@@ -235,7 +235,7 @@ def _prompt_got(prompt) -> str:
 
 
 def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
-    from goose.inputs import build_input
+    from goose.running.inputs import build_input
 
     given = prompt
     if isinstance(prompt, str):
@@ -266,7 +266,7 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
 def make_method(model: Model, method: str | Drafter, budget: int | str = 60, memory: str | None = None) -> Drafter:
     """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` and `memory`, or
     a drafter instance (its own Config holds its budget; budget="auto" arms pruning on it)."""
-    from goose.methods import load_method, make_drafter, prepare_drafter
+    from goose.running.registry import load_method, make_drafter, prepare_drafter
 
     model = _model("goose.make_method", model)
     method, budget, memory = _method_args("goose.make_method", method, budget, memory)
@@ -335,7 +335,7 @@ def _mark(source: str, text: str, colour: bool) -> str:
 
 
 def marked(pieces: list[str], origins: list[str], colour: bool | None = None) -> str:
-    """The text (`pieces`: the text each token settles, see goose.results.token_pieces) with each run
+    """The text (`pieces`: the text each token settles, see goose.storage.result_files.token_pieces) with each run
     of drafted tokens marked by source: colours on a terminal, else ⟦spine⟧ ⟨branch⟩ ⟪other draft
     source⟫; the target's own (bonus) tokens unmarked."""
     colour = sys.stdout.isatty() if colour is None else colour

@@ -1,7 +1,7 @@
 """The command line: `goose-run` (or `python run.py`) model=... method=... benchmark=... budget=...
 
 No arguments: the demo (GOOSE vs AR on a few prompts, goose.demo). Otherwise Hydra composes the config
-from conf/ and every combination of a multirun (-m) is one run (goose.runner).
+from conf/ and every combination of a multirun (-m) is one run (goose.running.runner).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from goose.errors import GooseError
 from goose.help import register as register_help
 from goose.paths import CONF
-from goose.runner import exit_status, run
+from goose.running.runner import exit_status, run
 
 register_help()  # --help renders the YAML files' explanations
 
@@ -109,7 +109,7 @@ def launcher_names(folders: list[str] = ()) -> list[str]:
 
 def launcher_name_refused(argv: list[str]) -> str | None:
     """hydra/launcher=NAME naming no launcher, said in one line with the launchers there are."""
-    from goose.sections import close_match
+    from goose.running.sections import close_match
 
     name = _launcher(argv)
     folders = _searchpath_folders(argv)
@@ -148,7 +148,7 @@ def launcher_options_refused(argv: list[str]) -> str | None:
     checks the docs' commands): main() asks both."""
     from hydra.errors import HydraException
 
-    from goose.sections import close_match
+    from goose.running.sections import close_match
 
     for arg in argv:
         if arg.lstrip("+~").startswith("hydra.launcher="):
@@ -251,15 +251,15 @@ def _sweep_jobs(argv: list[str]) -> tuple[list[list[str]], list[str]] | None:
 
 
 def _check_job(cfg: DictConfig, remote: bool):
-    """What a job checks before it loads anything: its run spec (goose.spec.RunSpec.from_config, the same parsers)
-    and whether its method can take budget=auto (as goose.methods.make_drafter asks, from the drafter's class:
+    """What a job checks before it loads anything: its run spec (RunSpec.from_config, the same parsers)
+    and whether its method can take budget=auto (as goose.running.registry.make_drafter asks, from the drafter's class:
     no drafter is built here, REST's would load its datastore). `remote`: the job runs on another machine
     (SLURM), so this one's devices are not asked (the job's settings are checked as on a CPU: only more
     leniently)."""
     from omegaconf import OmegaConf
 
-    from goose.runner import checked_spec
-    from goose.spec import DeviceError, RunSpec
+    from goose.running.runner import checked_spec
+    from goose.running.spec import DeviceError, RunSpec
 
     if remote:
         try:
@@ -278,9 +278,9 @@ def _check_inputs(spec, seen: set) -> None:
     """What a job reads before it decodes, each value once: its model path (model=hf/gguf, as identify_model
     checks it, without fingerprinting the weights), its benchmark file (benchmark.path: its prompts loaded, as the
     job loads them) and, with chat_template=true, the chat template of a model folder's tokenizer."""
-    from goose.benchmarks import load_benchmark
-    from goose.inputs import check_chat_template
-    from goose.models import TOKENIZER_FILES, _is_gguf, identify_model
+    from goose.benchmarks.prompts import load_benchmark
+    from goose.models.loading import TOKENIZER_FILES, _is_gguf, identify_model
+    from goose.running.inputs import check_chat_template
 
     model, bench = spec.model, spec.benchmark
     path = Path(os.path.expanduser(str(model.path))).resolve() if model.path else None
@@ -344,7 +344,7 @@ def experiment_refused(argv: list[str]) -> str | None:
     """+experiment=NAME naming no conf/experiment/NAME.yaml (nor one in a folder given by hydra.searchpath), said
     in one line with the close match, before Hydra prints its config search path."""
     from goose.paths import config_names
-    from goose.sections import close_match
+    from goose.running.sections import close_match
 
     folders = _searchpath_folders(argv)
     for arg in argv:
@@ -364,7 +364,7 @@ def experiment_refused(argv: list[str]) -> str | None:
 def drafter_overrides(argv: list[str]) -> list[str]:
     """`method.drafter.KEY=VALUE` (docs/running.md, docs/adding.md) as Hydra takes it whether or not the method's
     YAML names KEY: `++method.drafter.KEY=VALUE` (add or override). A KEY that is no field of the method's Config
-    is then refused in one line with the close match, as `+method.drafter.KEY=VALUE` is (goose.spec)."""
+    is then refused in one line with the close match, as `+method.drafter.KEY=VALUE` is (goose.running.spec)."""
     return [f"++{a}" if a.startswith("method.drafter.") and "=" in a else a for a in argv]
 
 
@@ -372,8 +372,8 @@ def refused(argv: list[str]) -> str | None:
     """What is wrong with the command line before Hydra sees it: an unknown setting (Hydra would advise
     `+key=value`), a launcher that would do nothing (`launcher_refused`), a multirun whose results_dir cannot be
     written (Hydra writes multirun.yaml there), or a multirun with a bad value in a job (`sweep_refused`)."""
-    from goose.durable import writable_dir
-    from goose.spec import unknown_choice, unknown_override
+    from goose.running.spec import unknown_choice, unknown_override
+    from goose.storage.durable import writable_dir
 
     if (unknown := unknown_override(argv)) is not None:
         return unknown

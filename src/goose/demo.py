@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 from goose.api import legend, marked
-from goose.decode import BONUS
 from goose.errors import GooseError
-from goose.inputs import benchmark_prompts, turns_of
-from goose.methods import compose_config
-from goose.results import OutputsFile, ResultsFile
-from goose.runner import checked_spec, exit_status, run
+from goose.running.inputs import benchmark_prompts, turns_of
+from goose.running.loop import BONUS
+from goose.running.registry import compose_config
+from goose.running.runner import checked_spec, exit_status, run
+from goose.storage.result_files import OutputsFile, ResultsFile
 
 SETTINGS = ["n_prompts=5", "max_new_tokens=128", "speedup_reference=interleaved"]
 FIXED = ("method", "budget", "prompt", "prompt_file", "speedup_reference")  # what the demo is about

@@ -7,7 +7,7 @@ class MissingLibrary(GooseError):
 
 
 class NonFiniteLogits(GooseError):
-    """A verified forward's logits hold NaN or inf: no token is chosen from them and the run stops (goose.engine
+    """A verified forward's logits hold NaN or inf: no token is chosen from them and the run stops (goose.engine.single
     says which forward, the dtype and the fix). `row`: the batch row whose logits they were (a batched forward);
     `tokens`: what the request had committed before that forward, when known: nothing after it is ever returned."""
 

@@ -5,7 +5,8 @@ import os
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-_CANDIDATES = (_HERE.parents[1] / "conf", _HERE / "conf")
+REPO_ROOT = _HERE.parents[1]  # a checkout: src/goose/ -> the repository
+_CANDIDATES = (REPO_ROOT / "conf", _HERE / "conf")
 CONF = next((p for p in _CANDIDATES if (p / "config.yaml").is_file()), _CANDIDATES[0])
 
 

@@ -1,0 +1,292 @@
+"""The claims scorecard: which of the paper's claims replicate, on what, and how sure we are.
+
+Every claim is read per model x benchmark as one or more comparisons (GOOSE vs Iso(3), ...), each an effect
+with a 95% bootstrap interval over prompts (scipy.stats.bootstrap, BCa; resampling the prompts both sides ran,
+paired, or each side's own prompts where they share none) and n, and a verdict against the paper's threshold:
+holds (the interval is on the claim's side of it), contradicted (on the other side), inconclusive (it straddles
+the line, or n < 2). tau-based claims need no clock; the speedup claim reads the rows that timed AR beside them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from goose.analysis.comparable import common_prompts
+from goose.analysis.paper import (
+    ABLATION_RANGE_PCT,
+    ABLATIONS,
+    CLAIMS_BUDGET,
+    FIGURE4_RANGE,
+    GAP_PAIR,
+    GOOSE,
+    ISO_GAIN_PCT,
+    ISOTROPIC,
+    PEERS,
+    SINGLE_SOURCES,
+    SOURCE_GAP_MEDIAN,
+    SOURCE_GAP_RATIO,
+    SYNERGY_GAIN_PCT,
+)
+from goose.storage.metrics import FIXED
+
+CONFIDENCE, RESAMPLES, SEED = 0.95, 9999, 0
+HOLDS, CONTRADICTED, INCONCLUSIVE = "holds", "contradicted", "inconclusive"
+COLUMNS = ("new_tokens", "steps", "accepted", "drafted", "wall_s", "ar_wall_s")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper: what it says, its number, and the line its verdict is read against."""
+
+    number: int
+    name: str
+    says: str
+    paper: str
+    threshold: float
+    above: bool = True  # holds where the effect is above the threshold (False: below it)
+    strict: bool = False  # the threshold itself does not hold
+    unit: str = "%"  # "%": (ratio - 1) x 100; "x": the ratio
+    flattered: str = ""  # the method whose copying flatters the claim: its copy split is shown beside it
+
+    @property
+    def none(self) -> float:
+        """The effect of no difference."""
+        return 1.0 if self.unit == "x" else 0.0
+
+
+CLAIMS = (
+    Claim(1, "source gap", "context-matched drafts (PLD) are accepted per drafted token far more often than "
+          "adjacency guesses (Token Recycling)", f"{SOURCE_GAP_RATIO[0]}-{SOURCE_GAP_RATIO[1]}x (median "
+          f"~{SOURCE_GAP_MEDIAN}x)", SOURCE_GAP_RATIO[0], unit="x", flattered=GAP_PAIR[0]),
+    Claim(2, "non-degradation", "GOOSE's tau is at least each of its single sources' at the same budget",
+          ">= 0%", 0.0),
+    Claim(3, "vs balanced trees", "GOOSE beats balanced trees Iso(3)/Iso(5) at equal budget",
+          f"+{ISO_GAIN_PCT[0]}..+{ISO_GAIN_PCT[1]}%", ISO_GAIN_PCT[0]),
+    Claim(4, "lossless speedup", "GOOSE is 1.9-4.3x faster than AR by the clock, losslessly",
+          f"{FIGURE4_RANGE[0]}-{FIGURE4_RANGE[1]}x (GPU)", FIGURE4_RANGE[0], unit="x", flattered=GOOSE),
+    Claim(5, "ahead of peers", "GOOSE's tau is ahead of PLD, Token Recycling, Lookahead and REST in every cell",
+          "> 0% in every cell", 0.0, strict=True, flattered=GOOSE),
+    Claim(6, "synergy", "GOOSE beats the better of its two sources by 16-45%",
+          f"+{SYNERGY_GAIN_PCT[0]}..+{SYNERGY_GAIN_PCT[1]}%", SYNERGY_GAIN_PCT[0], flattered=GOOSE),
+    Claim(7, "ablations cost tau", "each of GOOSE's parts, switched off, costs tau",
+          f"{ABLATION_RANGE_PCT[0]}..{ABLATION_RANGE_PCT[1]}% each", 0.0, above=False, strict=True),
+)
+
+
+# --- statistics: effects over per-prompt arrays, gathered through resampled prompt indices ------------------
+def _sum(side: dict, key: str, i: np.ndarray) -> np.ndarray:
+    return side[key][i].sum(axis=-1)
+
+
+def tau(side: dict, i: np.ndarray) -> np.ndarray:
+    """Pooled tau of the prompts `i` (tokens / forwards)."""
+    return _sum(side, "new_tokens", i) / _sum(side, "steps", i)
+
+
+def acceptance(side: dict, i: np.ndarray) -> np.ndarray:
+    """Accepted drafted tokens / drafted tokens over the prompts `i`."""
+    return _sum(side, "accepted", i) / _sum(side, "drafted", i)
+
+
+def speedup(side: dict, i: np.ndarray) -> np.ndarray:
+    """AR's summed wall time / the method's over the prompts `i` (each timed beside the other)."""
+    return _sum(side, "ar_wall_s", i) / _sum(side, "wall_s", i)
+
+
+Statistic = Callable[[list[dict], list[np.ndarray]], np.ndarray]  # the sides, each side's prompt indices
+
+
+def ratio(of: Callable, a: int = 0, b: int = 1) -> Statistic:
+    return lambda sides, ix: of(sides[a], ix[a]) / of(sides[b], ix[b])
+
+
+def alone(of: Callable) -> Statistic:
+    return lambda sides, ix: of(sides[0], ix[0])
+
+
+def over_best(of: Callable) -> Statistic:
+    """Side 0 over the better of the others (chosen in every resample)."""
+    return lambda sides, ix: of(sides[0], ix[0]) / np.maximum.reduce([of(s, i) for s, i in zip(sides[1:], ix[1:])])
+
+
+def interval(statistic: Statistic, sides: list[dict], paired: bool) -> tuple[float, float, float]:
+    """(estimate, low, high): the statistic on every prompt, and its 95% BCa bootstrap interval, resampling
+    prompts: one set of indices for every side when `paired` (the sides hold the same prompts in the same
+    order), else each side its own. NaN bounds where n < 2 or every resample agrees with no spread to read."""
+    sizes = [len(s["steps"]) for s in sides]
+    if paired:
+        assert len(set(sizes)) == 1, "paired sides hold the same prompts"
+
+        def f(i, axis=-1):
+            return statistic(sides, [i] * len(sides))
+
+        data = (np.arange(sizes[0]),)
+    else:
+        def f(*ix, axis=-1):
+            return statistic(sides, list(ix))
+
+        data = tuple(np.arange(n) for n in sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = float(f(*data))
+        if min(sizes) < 2:
+            return point, float("nan"), float("nan")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for method in ("BCa", "percentile"):  # BCa has no answer where every resample is alike
+                ci = stats.bootstrap(data, f, vectorized=True, paired=False, n_resamples=RESAMPLES, method=method,
+                                     confidence_level=CONFIDENCE, rng=np.random.default_rng(SEED)).confidence_interval
+                if np.isfinite(ci.low) and np.isfinite(ci.high):
+                    return point, float(ci.low), float(ci.high)
+    return point, float("nan"), float("nan")
+
+
+def verdict(claim: Claim, low: float, high: float) -> str:
+    """holds / contradicted / inconclusive: where the interval lies against the claim's threshold."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return INCONCLUSIVE
+    lo, hi, t = (low, high, claim.threshold) if claim.above else (-high, -low, -claim.threshold)
+    if lo > t or (lo == t and not claim.strict):
+        return HOLDS
+    if hi < t or (hi == t and claim.strict):
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+# --- comparisons per model x benchmark ---------------------------------------------------------------------
+def pick(cell: pd.DataFrame, method: str, budget: str = CLAIMS_BUDGET) -> pd.DataFrame:
+    """The rows of `method`'s configuration at `budget` (or `fixed`, for a method no budget changes): where
+    several ran (another memory mode, timed or not), the one with the most prompts."""
+    g = cell[(cell.method == method) & cell.budget.isin([budget, FIXED])]
+    if g.empty:
+        return g
+    sizes = g.groupby("config_hash").prompt_id.nunique()
+    best = sizes[sizes == sizes.max()].index.min()
+    return g[g.config_hash == best]
+
+
+def say_choices(cell: pd.DataFrame) -> None:
+    """One line per method of a model x benchmark that ran several configurations at the claims' budget: which
+    one the claims read (pick) and that the others are left out."""
+    for method, g in cell[cell.budget.isin([CLAIMS_BUDGET, FIXED])].groupby("method"):
+        if g.config_hash.nunique() > 1:
+            chosen = pick(cell, method)
+            kinds = sorted(v for v in set(g.variant) if v) or sorted(set(g.config_hash))
+            print(f"[analysis] claims: {g.model.iloc[0]} / {g.benchmark.iloc[0]}: {method} ran "
+                  f"{g.config_hash.nunique()} configurations ({'; '.join(kinds)}); the claims read config "
+                  f"{chosen.config_hash.iloc[0]} ({chosen.prompt_id.nunique()} prompts, the most), not the others")
+
+
+def _arrays(g: pd.DataFrame) -> dict:
+    return {c: g[c].to_numpy(dtype=float) if c in g else np.full(len(g), np.nan) for c in COLUMNS}
+
+
+def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[tuple[str, list[pd.DataFrame], Statistic]]:
+    """(label, sides, statistic) of `claim` in one model x benchmark cell; sides that did not run are left out."""
+    g = pick(cell, GOOSE)
+    n = claim.number
+    if n == 1:
+        return [(f"{GAP_PAIR[0]} / {GAP_PAIR[1]}", [pick(cell, m) for m in GAP_PAIR], ratio(acceptance))]
+    if n == 2:
+        return [(f"{GOOSE} vs {s}", [g, pick(cell, s)], ratio(tau)) for s in SINGLE_SOURCES]
+    if n == 3:
+        return [(f"{GOOSE} vs {s}", [g, pick(cell, s)], ratio(tau)) for s in ISOTROPIC]
+    if n == 4:
+        out = []
+        for budget in (CLAIMS_BUDGET, "auto"):
+            timed = cell[(cell.method == GOOSE) & (cell.budget == budget) & cell.speedup.notna()
+                         & ~cell.speedup_stale.eq(True)]
+            out.append((f"{GOOSE} B={budget}", [pick(timed, GOOSE, budget)], alone(speedup)))
+        return out
+    if n == 5:
+        return [(f"{GOOSE} vs {p}", [g, pick(cell, p)], ratio(tau)) for p in PEERS]
+    if n == 6:
+        return [(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [g, *(pick(cell, s) for s in SINGLE_SOURCES)],
+                 over_best(tau))]
+    return [(f"{a} vs {GOOSE}", [pick(cell, a), g], ratio(tau)) for a in ABLATIONS]
+
+
+def _copy_split(g: pd.DataFrame) -> tuple[float, float]:
+    """% of the tokens `g` generated that were drafted copies of its own earlier answer / of the prompt."""
+    if g.empty or "copied_answer" not in g or g.copied_answer.isna().any():
+        return float("nan"), float("nan")
+    total = g.new_tokens.sum()
+    return 100 * g.copied_answer.sum() / total, 100 * g.copied_prompt.sum() / total
+
+
+def _lossless(sides: list[pd.DataFrame]) -> str:
+    rows = pd.concat(sides)
+    return f"{int(rows.lossless.sum())}/{len(rows)}"
+
+
+def scorecard(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim x model x benchmark x comparison: n, the effect and its interval, the paper's
+    number, the verdict, losslessness of the rows behind it, and (where copying flatters the claim) the
+    copy split of the method it flatters."""
+    out = []
+    for (model, bench), cell in df.groupby(["model", "benchmark"], sort=True):
+        say_choices(cell)
+        for claim in CLAIMS:
+            for label, sides, stat in _comparisons(cell, claim):
+                if any(s.empty for s in sides):
+                    continue
+                kept = common_prompts(pd.concat(sides), f"claims {claim.number} {label}")
+                sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in sides]
+                if sides[0].empty:
+                    continue
+                effect, low, high = interval(stat, [_arrays(s) for s in sides], paired=True)
+                scale = (lambda v: v) if claim.unit == "x" else (lambda v: (v - 1) * 100)
+                effect, low, high = scale(effect), scale(low), scale(high)
+                flat = next((s for s in sides if claim.flattered and s.method.iloc[0] == claim.flattered), sides[0])
+                answer, prompt = _copy_split(flat) if claim.flattered else (float("nan"), float("nan"))
+                row = {"claim": claim.number, "name": claim.name, "model": model, "benchmark": bench,
+                       "comparison": label, "n": len(sides[0]), "effect": effect, "low": low, "high": high,
+                       "unit": claim.unit, "paper": claim.paper, "threshold": claim.threshold,
+                       "verdict": verdict(claim, low, high),
+                       "vs no effect": _direction(claim, low, high), "lossless": _lossless(sides),
+                       "copied answer %": answer, "copied prompt %": prompt}
+                if claim.number == 4:
+                    s = sides[0]
+                    row.update({"tau": s.new_tokens.sum() / s.steps.sum(),
+                                "AR ms/token": 1e3 * s.ar_wall_s.sum() / s.new_tokens.sum(),
+                                "GOOSE ms/forward": 1e3 * s.wall_s.sum() / s.steps.sum(),
+                                "nodes/forward": (s.mean_width * (s.steps - 1)).sum() / max(1, (s.steps - 1).sum())})
+                out.append(row)
+    if not out:
+        raise SystemExit("claims: no claim could be read: run `make reproduce-claims` (GOOSE and the methods it is "
+                         "compared with, on the same model and benchmark)")
+    return pd.DataFrame(out)
+
+
+def _direction(claim: Claim, low: float, high: float) -> str:
+    """Where the interval lies against no difference (1x or 0%), whatever the paper's size of effect."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "unclear"
+    if low == high == claim.none:
+        return "none"
+    if low >= claim.none:
+        return "above" if low > claim.none else "at or above"
+    if high <= claim.none:
+        return "below" if high < claim.none else "at or below"
+    return "straddles"
+
+
+def summary(card: pd.DataFrame) -> pd.DataFrame:
+    """Per claim (every one, read or not) and model: of its comparisons over the benchmarks, how many hold,
+    are inconclusive, are contradicted."""
+    counts = card.groupby(["claim", "model"]).verdict.value_counts().unstack(fill_value=0)
+    models = sorted(card.model.unique())
+    rows = []
+    for claim in CLAIMS:
+        row = {"claim": f"{claim.number}. {claim.name}", "paper": claim.paper}
+        for m in models:
+            c = counts.loc[(claim.number, m)] if (claim.number, m) in counts.index else None
+            row[m] = "not run" if c is None else " / ".join(str(int(c.get(v, 0))) for v in
+                                                            (HOLDS, INCONCLUSIVE, CONTRADICTED))
+        rows.append(row)
+    return pd.DataFrame(rows)

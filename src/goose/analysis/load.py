@@ -1,0 +1,181 @@
+"""Result rows into one frame, typed by the row schema (storage.row_schema), each kept apart by what it was measured on.
+
+Every cell is read as text first, so an id such as `NA`, `null`, `None` or `007` stays what it was written as;
+then each column gets its declared type. A damaged line (storage.result_files) is left out with a notice naming it.
+Reading never writes into a results folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from goose.running.spec import splitting
+from goose.storage.result_files import ResultsFile
+from goose.storage.row_schema import COLUMNS, SECTIONS, kind_of, upgrade
+
+# What a row was measured on: rows differing in any of these are different models, benchmarks or
+# configurations of a method (goose.running.spec declares which settings split what).
+MODEL_IDENTITY = ["model_fingerprint", "dtype", "device", "engine.backend"]
+PROMPTS_IDENTITY = ["prompts_fingerprint", *splitting("benchmark")]
+RUN_SETTINGS = splitting("method")
+SAMPLING = {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0}  # greedy rows read as the defaults
+CELL = ["model", "benchmark", "method", "budget", "memory", "trial", "concurrency", *SAMPLING]  # one configuration
+
+
+def _numeric(col: pd.Series) -> bool:
+    filled = col[col.ne("")]
+    return len(filled) > 0 and pd.to_numeric(filled, errors="coerce").notna().all()
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    """Each column as its declared kind; a declared column no row has is there too (blank), so rows of
+    older versions compare alike (a missing ar_backend reads as the blank backend beside it)."""
+    out = {}
+    for c in [*df.columns, *(c.name for c in COLUMNS if c.name not in df)]:
+        if c not in df:
+            df[c] = ""
+        col = df[c].fillna("").astype(str)
+        kind = kind_of(c)
+        if kind is None and not c.startswith(tuple(f"{s}." for s in SECTIONS)) and not c.startswith("_"):
+            kind = "float" if _numeric(col) else "text"  # a drafter's counter: numbers, or text such as accept_by_depth
+        if kind in ("int", "float"):
+            out[c] = pd.to_numeric(col.where(col.ne("")), errors="coerce")
+        elif kind == "bool":
+            out[c] = col.eq("True")
+        else:
+            out[c] = col
+    return pd.DataFrame(out, index=df.index)
+
+
+def read_files(root: str | Path) -> pd.DataFrame:
+    """Every intact row of every results.csv under `root`, as text, upgraded to this schema."""
+    files = sorted(p for p in Path(root).rglob("results.csv") if "references" not in p.parts)
+    if not files:
+        raise SystemExit(f"no results.csv under {root}: run the experiment first")
+    frames = []
+    for f in files:
+        results = ResultsFile(f)
+        rows = results.rows()
+        for d in results.damaged:
+            print(f"[analysis] left out a damaged line: {d}; rerun its configuration to decode that prompt again")
+        if rows:
+            frames.append(pd.DataFrame([upgrade(r) for r in rows], dtype=object)
+                          .assign(_file=str(f), references_dir=str(_references_of(f, root))))
+    if not frames:
+        raise SystemExit(f"no intact rows under {root}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_rows(root: str | Path) -> pd.DataFrame:
+    """Every results.csv under `root`. Rows are kept apart by what they were measured on: a model is named by
+    what it is and, where one name covers several models, dtypes or devices, by what differs; the same for
+    benchmarks (prompts content, chat template, max_new_tokens). Within one cell (model, benchmark, method,
+    budget, memory, trial, sampling) two configurations get a `variant` naming what differs (run settings,
+    hyperparameters, else the config hash); `method` stays the method's name. Only a repeated row of one
+    configuration (same config hash and prompt) is counted once."""
+    df = _typed(read_files(root))
+    for c, default in SAMPLING.items():
+        df[c] = df[c].fillna(default)
+    greedy = df.temperature.eq(0)
+    for c in ("top_k", "top_p", "seed"):
+        df.loc[greedy, c] = SAMPLING[c]
+    df["top_k"] = df.top_k.astype(int)
+    df["seed"] = df.seed.astype(int)
+    df["trial"] = df.trial.fillna(1).astype(int)
+    df["concurrency"] = df.concurrency.fillna(1).astype(int) if "concurrency" in df else 1
+    for c in ["memory", *MODEL_IDENTITY, *PROMPTS_IDENTITY, *RUN_SETTINGS]:
+        if c not in df:
+            df[c] = ""
+    df["engine.backend"] = df.backend.where(df.backend.ne(""), "eager")  # rows from before backends ran eager
+    legacy = df.config_hash.eq("")  # a row of a version before config hashes: known by its file only
+    df.loc[legacy, "config_hash"] = "file:" + df.loc[legacy, "_file"]
+    df = df.drop(columns="_file")
+    before = len(df)
+    df = df.drop_duplicates(["config_hash", "prompt_id"], keep="last").reset_index(drop=True)
+    if len(df) < before:
+        print(f"[analysis] {before - len(df)} repeated row(s) of one configuration and prompt: kept the latest")
+    df["benchmark_name"] = df.benchmark  # the benchmark config's name, before labels say what sets runs apart
+    df["model"] = _distinguish(df, "model", MODEL_IDENTITY + [c for c in df if c.startswith("model.")
+                                                              and c not in ("model.path", "model.name")])
+    df["benchmark"] = _distinguish(df, "benchmark", PROMPTS_IDENTITY + [
+        c for c in df if c.startswith("benchmark.") and c != "benchmark.path"])
+    df["budget"] = df.budget.astype(str)
+    df["variant"] = variants(df)
+    return df
+
+
+def variants(df: pd.DataFrame) -> pd.Series:
+    """Per row, what sets its configuration apart from the others of its cell ("" where it is the only one)."""
+    own = ("method.drafter.memory", "method.drafter.budget", "method.drafter.seed")  # columns of their own
+    identity = RUN_SETTINGS + [c for c in df if c.startswith("method.") and c not in own]
+    out = pd.Series("", index=df.index)
+    for _, g in df.groupby(CELL, dropna=False):
+        if g.config_hash.nunique() < 2:
+            continue
+        label = _differences(g, identity)
+        if label.groupby(g.config_hash).first().nunique() < g.config_hash.nunique():  # still alike: the hash says
+            label = "config " + g.config_hash.str[:12]
+        out[g.index] = label
+    return out
+
+
+def _differences(g: pd.DataFrame, identity: list[str]) -> pd.Series:
+    cols = [c for c in identity if c in g]
+    keys = g[cols].map(_text).drop_duplicates()
+    differ = [c for c in cols if keys[c].nunique() > 1]
+    if not differ:
+        return pd.Series("", index=g.index)
+    return g[differ].map(_text).apply(lambda r: ", ".join(_short(c, r[c]) for c in differ), axis=1)
+
+
+def _distinguish(df: pd.DataFrame, name: str, identity: list[str]) -> pd.Series:
+    """`name` as is where it stands for one identity; else suffixed with the identity columns that differ."""
+    out = df[name].astype(str).copy()
+    for value, g in df.groupby(name, dropna=False):
+        label = _differences(g, identity)
+        if label.ne("").any():
+            out[g.index] = f"{value} [" + label + "]"
+    return out
+
+
+def _references_of(results_csv: Path, root: str | Path) -> Path:
+    """The AR reference store of the results_dir a run folder sits in: the nearest `references` folder
+    above it (a run writes <results_dir>/references), else <root>/references."""
+    for d in results_csv.parents:
+        if (d / "references").is_dir():
+            return d / "references"
+    return Path(root) / "references"
+
+
+def _text(v) -> str:
+    return "" if pd.isna(v) else str(v)
+
+
+def _short(col: str, v: str) -> str:
+    if not v:
+        return f"no {col}"
+    if col.endswith("fingerprint"):
+        return f"{col.split('_')[0]} {v[:6]}"
+    return v if col in ("dtype", "device") else f"{col.split('.')[-1]}={v}"
+
+
+def paper_settings(df: pd.DataFrame) -> pd.DataFrame:
+    """Each method in its paper memory mode: the mode its Config defaults to (rows record it as
+    memory_default; Token Recycling's hot start is `run`, GOOSE's table is reset per prompt). Runs in the
+    other mode appear only in the artifacts that show the mode."""
+    return df[df.memory.isin(["", "none"]) | df.memory_default.isin(["", "none"]) | df.memory.eq(df.memory_default)]
+
+
+def one_configuration_per_cell(df: pd.DataFrame, artifact: str) -> None:
+    """An artifact that compares methods by name needs one configuration of each per cell: say which cell
+    has several, rather than pool two configurations' rows."""
+    clash = df[df.variant.ne("")]
+    if clash.empty:
+        return
+    first = clash.iloc[0]
+    names = sorted(set(clash[(clash.method == first.method) & (clash.benchmark == first.benchmark)].variant))
+    raise SystemExit(f"{artifact}: {first.method} has {len(names)} configurations on {first.benchmark} at "
+                     f"budget={first.budget}, memory={first.memory} ({'; '.join(names)}); point --results at a "
+                     "folder holding one of them (all_methods lists every configuration)")

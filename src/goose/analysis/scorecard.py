@@ -1,0 +1,136 @@
+"""The claims scorecard written out: claims.md (dated, saying what it ran on), claims.csv and claims.png, from
+the rows alone, so a rerun over the same rows writes the same bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from goose.analysis.claims import CLAIMS, CONFIDENCE, CONTRADICTED, HOLDS, INCONCLUSIVE, scorecard, summary
+
+COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2"}
+SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
+
+
+def _number(v: float, unit: str) -> str:
+    if not np.isfinite(v):
+        return "-"
+    return f"{v:.2f}x" if unit == "x" else f"{v:+.1f}%"
+
+
+def _effect(r) -> str:
+    if np.isfinite(r.low):
+        return f"{_number(r.effect, r.unit)} [{_number(r.low, r.unit)}, {_number(r.high, r.unit)}]"
+    why = "n < 2" if r.n < 2 else "resamples without a value (a side drafted nothing on some prompts)"
+    return f"{_number(r.effect, r.unit)} (no interval: {why})"
+
+
+def _copied(r) -> str:
+    a, p = r["copied answer %"], r["copied prompt %"]
+    return "" if not np.isfinite(a) else f"{a:.0f} / {p:.0f}"
+
+
+def _ran_on(rows: pd.DataFrame) -> str:
+    days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
+    devices = ", ".join(sorted({f"{d} ({t} threads)" if str(t) else str(d)
+                                for d, t in zip(rows.device_name, rows.threads)}))
+    models = ", ".join(f"{m} ({fp[:8]})" for m, fp in sorted(set(zip(rows.model, rows.model_fingerprint))))
+    dtypes = ", ".join(sorted(set(rows.dtype.astype(str))))
+    return f"Measured: {when} on: {devices}, {dtypes}; models {models}"
+
+
+def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
+    lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
+    lines = [
+        "# Which of the paper's claims replicate", "",
+        f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
+        f"Each claim is read per model x benchmark: our effect with its {CONFIDENCE:.0%} bootstrap interval over "
+        "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. "
+        "**holds**: the interval lies on the claim's side of the paper's threshold; **contradicted**: on the other "
+        "side; **inconclusive**: it straddles the threshold (or n < 2). 'vs no effect' says where the interval lies "
+        "against no difference (1x or 0%), whatever the paper's size. Copied (answer / prompt): % of the tokens "
+        "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
+        "(4-grams): small models loop on long answers, which flatters every copying method. tau = tokens per "
+        "target forward, the prefill included.", "",
+        "## Summary (comparisons that hold / are inconclusive / are contradicted)", "",
+        SUMMARY_START, summary(card).to_markdown(index=False), SUMMARY_END, "",
+    ]
+    for claim in CLAIMS:
+        part = card[card.claim == claim.number]
+        lines += [f"## {claim.number}. {claim.name.capitalize()}: {claim.says}", "",
+                  f"Paper: {claim.paper}; threshold {_number(claim.threshold, claim.unit)} "
+                  f"({'above' if claim.above else 'below'}{', strictly' if claim.strict else ''}).", ""]
+        if part.empty:
+            lines += ["No rows for this claim yet.", ""]
+            continue
+        t = pd.DataFrame({"model": part.model, "benchmark": part.benchmark, "comparison": part.comparison,
+                          "n": part.n, f"ours [{CONFIDENCE:.0%} CI]": [_effect(r) for r in part.itertuples()],
+                          "verdict": part.verdict, "vs no effect": part["vs no effect"], "lossless": part.lossless})
+        if claim.flattered:
+            t[f"copied {claim.flattered} (answer / prompt %)"] = [_copied(r) for _, r in part.iterrows()]
+        if claim.number == 4:
+            for c, f in (("tau", "{:.2f}"), ("nodes/forward", "{:.1f}"), ("AR ms/token", "{:.1f}"),
+                         ("GOOSE ms/forward", "{:.1f}")):
+                t[c] = [f.format(v) for v in part[c]]
+            lines += ["On a CPU a forward over many draft nodes costs several times one token's (GOOSE ms/forward "
+                      "against AR ms/token at the nodes it verified): speedup ~ tau x AR ms/token / GOOSE "
+                      "ms/forward. On the paper's GPU the two are close, so its speedups track tau.", ""]
+        lines += [t.to_markdown(index=False), ""]
+    return "\n".join(lines)
+
+
+def figure(card: pd.DataFrame):
+    """Every comparison (rows) in every model x benchmark (columns), coloured by verdict, with its effect."""
+    card = card.assign(row=[f"{c}. {n}: {x}" for c, n, x in zip(card.claim, card.name, card.comparison)],
+                       col=[f"{m}\n{b}" for m, b in zip(card.model, card.benchmark)])
+    rows = list(dict.fromkeys(card.sort_values(["claim"], kind="stable").row))
+    cols = sorted(set(card.col))
+    fig, ax = plt.subplots(figsize=(max(7.0, 3.2 + 1.25 * len(cols)), 1.4 + 0.34 * len(rows)))
+    for r in card.itertuples():
+        y, x = rows.index(r.row), cols.index(r.col)
+        ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, color=COLOURS[r.verdict]))
+        ax.text(x, y, _number(r.effect, r.unit), ha="center", va="center", fontsize=7)
+    ax.set_xlim(-0.5, len(cols) - 0.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xticks(range(len(cols)), cols, fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.xaxis.tick_top()
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
+    ax.legend(handles, list(COLOURS), loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=7)
+    ax.set_title("Which of the paper's claims replicate\n(our effect; colour: verdict against the paper's threshold)",
+                 fontsize=9, pad=30)
+    return fig
+
+
+def write(df: pd.DataFrame, out: Path, name: str = "claims") -> list[Path]:
+    card = scorecard(df)
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv, png = out / f"{name}.md", out / f"{name}.csv", out / f"{name}.png"
+    md.write_text(markdown(card, df))
+    card.round(6).to_csv(csv, index=False)
+    fig = figure(card)
+    fig.tight_layout()
+    fig.savefig(png, dpi=130, metadata={"Software": None})
+    plt.close(fig)
+    return [md, csv, png]
+
+
+def summary_block(text: str) -> str:
+    """The summary table of a written claims.md (what the README's table must agree with)."""
+    return text.split(SUMMARY_START, 1)[1].split(SUMMARY_END, 1)[0].strip()
+
+
+def sync_readme(readme: Path, claims_md: Path) -> bool:
+    """Put a written scorecard's summary into `readme` between the same markers; whether it changed."""
+    text, block = readme.read_text(), summary_block(claims_md.read_text())
+    if SUMMARY_START not in text:
+        raise SystemExit(f"{readme} has no {SUMMARY_START} ... {SUMMARY_END} block for the claims summary")
+    head, rest = text.split(SUMMARY_START, 1)
+    new = f"{head}{SUMMARY_START}\n{block}\n{SUMMARY_END}{rest.split(SUMMARY_END, 1)[1]}"
+    if new != text:
+        readme.write_text(new)
+    return new != text

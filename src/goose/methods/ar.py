@@ -1,0 +1,7 @@
+"""Autoregressive decoding: a one-node draft through the shared engine."""
+
+from goose.drafting.contract import Drafter
+
+
+class ARDrafter(Drafter):
+    name = "ar"

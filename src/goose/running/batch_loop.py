@@ -1,0 +1,191 @@
+"""Continuous batching: up to N requests decoded together, each step one forward over every request in flight
+(goose.engine.batched). A finished request's row takes the next prompt at once: the newcomer is prefilled, then
+joins the next verification. Every request gets its own drafter (`Drafter.spawn`: what memory=run keeps is
+shared by the requests in flight, and drafters are told their results in row order, so a run repeats
+exactly). Each request returns exactly the tokens it returns alone, up to the last bits of a batched forward
+(goose.storage.equality says which differences are numerics).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from goose.drafting.contract import Drafter
+from goose.drafting.cost_surface import DRAFT_OVERHEAD, Calibration, choose_widths, harvest_pays
+from goose.engine.backends import synchronize
+from goose.engine.batched import BatchEngine
+from goose.engine.draft import Draft
+from goose.engine.logits import non_finite
+from goose.engine.sampling import Sampling
+from goose.errors import NonFiniteLogits
+from goose.running.loop import BONUS, Generation, commit
+
+RESERVED_DRAFT = 128  # nodes of draft a batch's buffers hold room for up front (a wider one still fits: they grow)
+
+
+@dataclass
+class Request:
+    prompt: list[int]
+    drafter: Drafter
+    max_new_tokens: int
+
+
+@dataclass
+class Served(Generation):
+    """A request's generation in a batch, with when (seconds from the batch's start) it was admitted, gave its
+    first token and was done; its `wall_s` is done - admitted (its latency)."""
+
+    admitted_s: float = 0.0
+    done_s: float = 0.0
+    widths_chosen: list[int] = field(default_factory=list)
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.admitted_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        n = len(self.tokens)  # wall_s is the request's share of its pass: its own timeline says when it ran
+        return (self.done_s - self.first_token_s) / (n - 1) if n > 1 else None
+
+
+class Pause:
+    """budget=auto in a batch: a step whose best width was 1 (no draft paid at n requests in flight) stops drafting
+    until fewer than n requests are in flight (a smaller forward may pay for a draft) or the pause's steps have
+    passed, so a batch where drafting does not pay costs what AR costs: no drafter proposes, harvests or reads its
+    prompt's top-k meanwhile. The pause doubles with every look that finds width 1 again (MIN_STEPS, then 2x, up
+    to MAX_STEPS) and is back to MIN_STEPS once a width pays: one weak step (every row between matches) costs a few
+    steps of drafting, not 64, while a batch too large to draft at all soon looks only every 64 steps. It depends
+    on the tokens only (the widths chosen), so a run repeats exactly."""
+
+    MIN_STEPS, MAX_STEPS = 4, 64
+
+    def __init__(self):
+        self.left, self.rows, self.length = 0, 0, self.MIN_STEPS
+
+    def drafts(self, rows: int) -> bool:
+        """Whether this step, with `rows` requests in flight, drafts (counts a paused step down)."""
+        if self.left and rows >= self.rows:
+            self.left -= 1
+            return False
+        self.left = 0
+        return True
+
+    def decided(self, width: int, rows: int) -> None:
+        if width == 1:
+            self.left, self.rows = self.length, rows
+            self.length = min(2 * self.length, self.MAX_STEPS)
+        else:
+            self.length = self.MIN_STEPS
+
+
+@dataclass
+class _Flight:
+    index: int
+    request: Request
+    gen: Served
+    context: list[int]
+    sampler: object
+
+
+def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozenset[int] = frozenset(),
+                 sampling: Sampling | None = None, cost=None) -> tuple[list[Served], float]:
+    """Decode `requests`, up to `engine.rows` at once, in order of admission (the list's). `cost`: the cost
+    surface budget=auto picks each step's widths from (drafts that carry gains), and which prompts to harvest
+    (`harvest_pays`). Returns the generations, in the requests' order, and the batch's wall time."""
+    if requests:  # the longest request's context and a wide draft, so no buffer grows mid-batch
+        engine.reserve(max(len(r.prompt) + r.max_new_tokens for r in requests) + RESERVED_DRAFT)
+    synchronize(engine.device)
+    t0 = time.perf_counter()
+    now = lambda: time.perf_counter() - t0  # noqa: E731
+    queue = deque(enumerate(requests))
+    flights: list[_Flight] = []  # row order: flights[r] is in row r
+    out: list[Served | None] = [None] * len(requests)
+    calibration = Calibration()
+    pause = Pause()
+
+    def done(f: _Flight) -> None:
+        f.request.drafter.stop()
+        f.gen.done_s = now()
+        f.gen.wall_s = f.gen.done_s - f.gen.admitted_s
+        f.gen.stats = f.request.drafter.stats()
+        out[f.index] = f.gen
+
+    while queue or flights:
+        while queue and engine.active < engine.rows:  # fill every free row
+            i, req = queue.popleft()
+            caps = req.drafter.capabilities
+            sampler = sampling.for_prompt(req.prompt) if sampling is not None else None
+            admitted = now()
+            sized = cost is not None and req.drafter.sized_by_batch  # budget=auto: the harvest must pay too
+            harvest = caps.harvest_prefill and not (
+                sized and not harvest_pays(cost, len(req.prompt), req.max_new_tokens, engine.rows))
+            try:
+                _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
+            except NonFiniteLogits as e:
+                raise non_finite(f"the prefill forward of request {i} (row {e.row})", engine.dtype, e.row, []) from None
+            first, finished = commit([pre.bonus], req.max_new_tokens, stop_ids)
+            gen = Served(tokens=first, steps=1, wall_s=0.0, origins=[BONUS] * len(first), margins=pre.margins[:1],
+                         runners_up=pre.runners_up[:1], gaps=pre.gaps[:1], admitted_s=admitted, first_token_s=now())
+            f = _Flight(i, req, gen, list(req.prompt) + first, sampler)
+            req.drafter.start(f.context, pre)
+            if finished:
+                engine.release(engine.active - 1)
+                done(f)
+            else:
+                flights.append(f)
+        if not flights:
+            continue
+        drafting = pause.drafts(len(flights))
+        if drafting:
+            drafts = [f.request.drafter.propose(f.context) for f in flights]
+        else:  # no width paid at the last look: AR's step, and no drafter is asked or told anything
+            drafts = [Draft([f.context[-1]], [-1]) for f in flights]
+        widths = None
+        if drafting and cost is not None and all(d.gains is not None for d in drafts):
+            widths = choose_widths([calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
+                                   DRAFT_OVERHEAD * cost(1, 1))
+            if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
+                pause.decided(max(widths), len(drafts))
+        topk = flights[0].request.drafter.capabilities.topk if drafting else 0
+        try:
+            results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
+        except NonFiniteLogits as e:  # the run stops: which request, and what it had committed before
+            f = flights[e.row]
+            raise non_finite(f"batched verification {engine.verifications} (row {e.row}: request {f.index}, its "
+                             f"verification {f.gen.steps})", engine.dtype, e.row, list(f.gen.tokens)) from None
+        finished_rows = []
+        for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
+            g = f.gen
+            g.steps += 1
+            g.widths.append(res.width)
+            if widths is not None:
+                g.widths_chosen.append(widths[r])
+                calibration.observe(d.gains, widths[r], len(res.path))
+            elif not drafting:
+                g.widths_chosen.append(1)  # paused: AR's step
+            new = [d.tokens[i] for i in res.path[1:]] + [res.bonus]
+            new, finished = commit(new, f.request.max_new_tokens - len(g.tokens), stop_ids)
+            g.origins.extend([*(f.request.drafter.origins(res.path) if drafting else []), BONUS][: len(new)])
+            g.margins.extend(res.margins[: len(new)])
+            g.runners_up.extend(res.runners_up[: len(new)])
+            g.gaps.extend(res.gaps[: len(new)])
+            g.tokens.extend(new)
+            f.context.extend(new)
+            if drafting:
+                f.request.drafter.accepted(res, f.context)
+            else:
+                f.request.drafter.skipped(f.context)
+            if finished:
+                finished_rows.append(r)
+        for r in sorted(finished_rows, reverse=True):  # the last row moves into a freed one
+            f = flights[r]
+            engine.release(r)
+            if r != len(flights) - 1:
+                flights[r] = flights[-1]
+            flights.pop()
+            done(f)
+    synchronize(engine.device)
+    return out, time.perf_counter() - t0

@@ -1,0 +1,120 @@
+"""From prompts to token ids: turns, raw or chat formatting, and the context limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from goose.benchmarks.prompts import Prompt, load_benchmark, read_text_file
+from goose.errors import GooseError
+from goose.storage.fingerprints import prompt_fingerprint
+
+
+def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> list[Prompt]:
+    """The first n prompts, or with `stratified` the first n of each category (in file order), so a
+    small run covers every category."""
+    if n is None:
+        return prompts
+    if not stratified:
+        return prompts[:n]
+    taken: dict[str, int] = {}
+    out = []
+    for p in prompts:
+        if taken.get(p.category, 0) < n:
+            taken[p.category] = taken.get(p.category, 0) + 1
+            out.append(p)
+    return out
+
+
+def benchmark_prompts(spec) -> tuple[list[Prompt], list[Prompt]]:
+    """(every prompt of the spec's benchmark, the ones this run decodes: `n_prompts` of them, per
+    category where the benchmark is stratified)."""
+    every = load_benchmark(spec.benchmark, spec.data_dir)
+    return every, select(every, spec.n_prompts, spec.benchmark.stratified)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One row's question: a prompt, or a later turn of it (after the model's own earlier answers)."""
+
+    id: str
+    text: str
+    earlier: tuple[str, ...] = ()  # the user turns before it
+    category: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return prompt_fingerprint(self.text, self.earlier)
+
+
+def turns_of(prompt: Prompt) -> list[Turn]:
+    """Every turn of a prompt; later turns get ids '<id>#2', '<id>#3', ..."""
+    texts = [prompt.text, *prompt.later_turns]
+    return [Turn(prompt.id if i == 0 else f"{prompt.id}#{i + 1}", t, tuple(texts[:i]), prompt.category)
+            for i, t in enumerate(texts)]
+
+
+def check_chat_template(tokenizer, chat: bool, model: str = "this model") -> None:
+    """chat_template=true needs a tokenizer with a chat template: refused in one line (transformers would raise
+    mid-run, with a traceback)."""
+    if chat and not getattr(tokenizer, "chat_template", None):
+        raise GooseError(f"chat_template=true: the tokenizer of {model} has no chat template to format the prompts "
+                         "with; use chat_template=false (raw prompts, the paper's default) or a model whose "
+                         "tokenizer_config.json has a chat_template.")
+
+
+def build_input(tokenizer, history: list[tuple[str, str]], text: str, chat: bool) -> list[int]:
+    """Token ids for a turn. Raw (the paper's default): earlier prompts and answers, then the new
+    prompt, joined by blank lines. Chat: the tokenizer's chat template."""
+    if chat:
+        check_chat_template(tokenizer, chat)
+        msgs = [m for user, answer in history for m in ({"role": "user", "content": user},
+                                                        {"role": "assistant", "content": answer})]
+        msgs.append({"role": "user", "content": text})
+        out = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+        return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+    raw = "".join(f"{user}{answer}\n\n" for user, answer in history) + text
+    return tokenizer(raw).input_ids
+
+
+def single_prompt_text(prompt: str | None, prompt_file: str | None) -> str:
+    """The text of prompt=... or prompt_file=...; an empty one is refused before the model loads."""
+    if prompt_file is None:
+        if str(prompt) == "":
+            raise GooseError("prompt= is empty: give the text to continue, 'prompt=\"...\"' (or prompt_file=PATH).")
+        return str(prompt)
+    text = read_text_file(prompt_file, "prompt_file")
+    if text == "":
+        raise GooseError(f"prompt_file '{prompt_file}' is empty: it needs the text to continue.")
+    return text
+
+
+def check_budget(nodes: int, limit: int | None, auto: bool = False) -> None:
+    """A draft of `nodes` must fit beside at least one prompt token in the model's context."""
+    if limit is not None and nodes >= limit:
+        given = f"budget=auto builds drafts of {nodes} nodes, too many" if auto else f"budget={nodes} is too large"
+        raise GooseError(f"{given} for this model: its context holds {limit} positions. Use budget={limit // 2} or "
+                         "less.")
+
+
+def token_room(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -> int:
+    """max_new_tokens, or fewer where the model's context ends first: a benchmark prompt generates until
+    the context is full (rows record `capped_at`). It depends on the prompt and the model only, so every
+    method and budget stops at the same length (near the end the engine verifies only the draft nodes
+    that still fit: goose.engine.single)."""
+    if limit is None:
+        return max_new_tokens
+    room = min(max_new_tokens, limit - n)
+    if room < 1:
+        raise GooseError(f"prompt '{prompt_id}' has {n} tokens: not one new token fits in the model's context of "
+                         f"{limit}. Shorten the prompt or use a model with a longer context.")
+    return room
+
+
+def check_length(what: str, n: int, limit: int | None, max_new_tokens: int) -> None:
+    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens). `what`
+    names it as the user gave it: "prompt" (run.py's prompt= or prompt_file=), "goose.generate: the prompt"."""
+    if limit is not None and n + max_new_tokens > limit:
+        fit = (f"Lower max_new_tokens to {limit - n} or less, or shorten the prompt" if n < limit else
+               f"Shorten the prompt to fewer than {limit} tokens")
+        raise GooseError(f"{what} has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
+                         f"context of {limit}. {fit}.")

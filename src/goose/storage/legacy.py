@@ -1,0 +1,261 @@
+"""A results folder of row schema 4 (its config hash held the drafter's import path), read and verified: every
+line intact, every row and outputs record of its configuration, its key the one its config.yaml gives when
+rebuilt with this code (goose.storage.run_folder.legacy_config_hash); and what it becomes under schema 5 (a `Plan`).
+goose.storage.rekey writes the plan; goose.storage.migrate is the command."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from goose.errors import GooseError
+
+BUILDING = ".migrating"  # .<name>.migrating: the re-keyed copy of <name> being built
+REPLACED = ".migrated"  # .<name>.migrated: the old <name> once its re-keyed copy is in place, until removed
+REWRITTEN = ("results.csv", "outputs.jsonl", "config.yaml", "summary.json", "summary.csv")
+NOT_CARRIED = (".lock",)  # a run makes its own lock
+
+
+@dataclass
+class Outcome:
+    kind: str  # rekeyed | current | refused | skipped | cleaned
+    folder: Path
+    says: str = ""
+
+
+@dataclass
+class Plan:
+    """A verified schema-4 folder and what it becomes."""
+
+    folder: Path
+    old: str
+    new: str
+    target: Path  # the folder's new path (the same path for a pinned run_dir)
+    header: list[str]
+    rows: list[dict]  # re-keyed, each with its new row_check
+    outputs: list[dict]  # re-keyed
+    config: dict  # config.yaml re-keyed
+    torn: list[str]  # files whose unfinished last line is left out
+    finish: bool = False  # the target already holds these rows: an interrupted migration, only the old is removed
+
+
+# --- rebuilding a stored configuration -------------------------------------------------------------------
+def _importable(target: str | None):
+    """The Drafter class `target` names, if it still imports (quietly: a moved class is expected here)."""
+    import importlib
+
+    from goose.drafting.contract import Drafter
+
+    parts = str(target or "").split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            obj = getattr(obj, name, None)
+        return obj if isinstance(obj, type) and issubclass(obj, Drafter) else None
+    return None
+
+
+def _registered(name: str, search_path: tuple[str, ...]):
+    """The drafter class the method config `name` names now (conf/method/<name>.yaml or a search-path folder)."""
+    from omegaconf import OmegaConf
+
+    from goose.paths import CONF
+    from goose.running.registry import drafter_class
+
+    for d in (*map(Path, search_path), CONF):
+        f = Path(d) / "method" / f"{name}.yaml"
+        if f.is_file():
+            given = OmegaConf.to_container(OmegaConf.load(f), resolve=False)
+            return drafter_class({"name": name, "drafter": (given or {}).get("drafter") or {}})
+    return None
+
+
+def _defaults() -> dict:
+    """conf/config.yaml's plain top-level values: a setting added after a folder was written reads as its
+    default (a key it changes would not verify anyway)."""
+    from omegaconf import OmegaConf
+
+    from goose.paths import CONF
+    from goose.running.spec import declared_keys
+
+    raw = OmegaConf.to_container(OmegaConf.load(CONF / "config.yaml"), resolve=False)
+    tops = {k.split(".")[0] for k in declared_keys()}
+    return {k: v for k, v in raw.items() if k in tops and not (isinstance(v, str) and "${" in v)}
+
+
+def stored_spec(config: dict, search_path: tuple[str, ...] = ()):
+    """The RunSpec a folder's config.yaml records, rebuilt with this code on this machine: device, dtype and
+    backend as the identity recorded them (whatever this machine has), the drafter class from its recorded
+    import path if that still imports, else from the method config of the same name. Returns (spec, the
+    recorded import path)."""
+    import torch
+
+    from goose.drafting.contract import BUDGET, role_fields
+    from goose.running.spec import RunSpec
+
+    ident = config.get("identity") or {}
+    plain = {k: v for k, v in config.items() if k != "identity"}
+    method = plain.get("method")
+    if not isinstance(method, dict) or not isinstance(method.get("drafter"), dict):
+        raise GooseError("config.yaml has no method.drafter section")
+    recorded = method["drafter"].get("_target_")
+    cls = _importable(recorded) or _registered(str(method.get("name")), search_path)
+    if cls is None:
+        raise GooseError(f"its drafter {recorded} does not import and no method config is named "
+                         f"{method.get('name')!r} (a user's method: put its folder on PYTHONPATH, or give "
+                         "--search-path DIR)")
+    given = {k: v for k, v in method["drafter"].items()
+             if k != "_target_" and k not in role_fields(cls.Config, BUDGET)}  # the top-level budget sets it
+    plain["method"] = {"name": method.get("name"), "drafter": {"_target_": f"{cls.__module__}.{cls.__qualname__}",
+                                                               **given}}
+    for k, v in _defaults().items():
+        plain.setdefault(k, v)
+    missing = [k for k in ("device", "dtype", "backend") if not ident.get(k)]
+    if missing:
+        raise GooseError(f"config.yaml's identity does not record {', '.join(missing)}")
+    here = {**plain, "device": "cpu", "dtype": "float32", "engine": {"backend": "eager"}}  # valid on any machine
+    spec = RunSpec.from_config(here)
+    dtype = getattr(torch, str(ident["dtype"]), None)
+    if not isinstance(dtype, torch.dtype):
+        raise GooseError(f"config.yaml's identity records an unknown dtype {ident['dtype']!r}")
+    engine = plain.get("engine") if isinstance(plain.get("engine"), dict) else {}
+    spec = dataclasses.replace(spec, device=plain.get("device"), dtype=plain.get("dtype"),
+                               engine_backend=engine.get("backend", "auto"), plain=plain,
+                               torch_device=torch.device(str(ident["device"])), torch_dtype=dtype,
+                               backend=str(ident["backend"]))
+    return spec, recorded
+
+
+def _batches(spec, rows: list[dict]) -> list[list[str] | None]:
+    """Candidate prompt lists a concurrency > 1 key was computed over (the benchmark's first n_prompts, else the
+    rows' prompts in order); None at concurrency 1 (not hashed)."""
+    if spec.concurrency <= 1:
+        return [None]
+    out = []
+    try:
+        from goose.running.inputs import benchmark_prompts
+
+        out.append([p.id for p in benchmark_prompts(spec)[1]])
+    except (GooseError, OSError):
+        pass  # its data is not on this machine: the rows' prompts may still be the list
+    out.append(list(dict.fromkeys(str(r["prompt_id"]).split("#")[0] for r in rows)))
+    return out
+
+
+# --- reading a folder ------------------------------------------------------------------------------------
+def load_config(path: Path) -> dict:
+    from omegaconf import OmegaConf
+
+    try:
+        config = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except Exception as e:  # a YAML or OmegaConf error: one line
+        raise GooseError(f"config.yaml does not read: {str(e).splitlines()[0]}") from None
+    if not isinstance(config, dict) or not isinstance(config.get("identity"), dict):
+        raise GooseError("config.yaml holds no identity")
+    return config
+
+
+def _torn(path: Path) -> bool:
+    """The file ends in an unfinished line (a killed writer's), which every reader leaves out."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
+
+
+def read_outputs(path: Path) -> list[dict]:
+    """Every outputs record in order (superseded ones too); a damaged line refuses the folder."""
+    from goose.storage.durable import read_lines
+    from goose.storage.result_files import OutputsFile
+
+    reader = OutputsFile(path)
+    reader.read()
+    if reader.damaged:
+        raise GooseError(f"a damaged outputs line ({reader.damaged[0]}): a rerun with the code that wrote it "
+                         "decodes that prompt again; or delete the line")
+    return [json.loads(line) for line in read_lines(path) if line.strip()]
+
+
+def _rekey_output(record: dict, new: str) -> dict:
+    from goose.storage.fingerprints import digest
+
+    out = {k: v for k, v in record.items() if k != "check"}
+    out["config_hash"] = new
+    if "check" in record:
+        out["check"] = digest(out, 12)
+    return out
+
+
+def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
+    """What migrating `folder` means: a Plan, or the Outcome that leaves it as it is. Reads only (the model's
+    fingerprint is config.yaml's: no model is needed)."""
+    from goose.models.loading import ModelIdentity
+    from goose.storage.result_files import ResultsFile, row_check
+    from goose.storage.row_schema import ROW_SCHEMA, rekeyed, schema_of
+    from goose.storage.run_folder import LEGACY_ROW_SCHEMA, config_hash, legacy_config_hash
+
+    if not (folder / "config.yaml").is_file():
+        return Outcome("skipped", folder, "no config.yaml: its configuration cannot be verified; left as it is")
+    results = ResultsFile(folder / "results.csv")
+    header, rows = results.read()
+    if results.damaged:
+        return Outcome("refused", folder, f"a damaged row ({results.damaged[0]}): a rerun with the code that wrote "
+                                          "it moves it aside and decodes its prompt again; or delete the line")
+    if (header is not None and "row_check" not in header) or any(schema_of(r) < LEGACY_ROW_SCHEMA for r in rows):
+        return Outcome("skipped", folder, "rows written before row schema 4 (their keys did not cover content): the "
+                                          "analysis reads them as they are; not re-keyed")
+    schemas = {schema_of(r) for r in rows}
+    try:
+        config = load_config(folder / "config.yaml")
+        stored = str(config["identity"].get("config_hash") or "")
+        keys = sorted({str(r.get("config_hash")) for r in rows} - {stored})
+        if keys:
+            raise GooseError(f"rows of another configuration than its config.yaml's ({', '.join(keys)}; config.yaml: "
+                             f"{stored})")
+        outputs = read_outputs(folder / "outputs.jsonl")
+        keys = sorted({str(r.get("config_hash")) for r in outputs} - {stored})
+        if keys:
+            raise GooseError(f"outputs records of another configuration ({', '.join(keys)}; config.yaml: {stored})")
+        try:
+            spec, recorded = stored_spec(config, search_path)
+        except GooseError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one folder's config never stops the others
+            raise GooseError(f"its config.yaml does not rebuild: {type(e).__name__}: {e}") from None
+        ident = config["identity"]
+        fps = (str(ident.get("model_fingerprint") or ""), str(ident.get("prompts_fingerprint") or ""),
+               str(ident.get("data_fingerprint") or ""))
+        for batch in _batches(spec, rows):
+            new = config_hash(spec, ModelIdentity("", fps[0], "", "", ""), fps[1], fps[2], batch)
+            if stored == new:
+                if schemas - {ROW_SCHEMA}:
+                    raise GooseError(f"its key {stored} is schema 5's but rows say schema {min(schemas)}")
+                return Outcome("current", folder)
+            if stored == legacy_config_hash(spec, *fps, batch, target=recorded):
+                break
+        else:
+            raise GooseError(f"its key {stored} is neither schema 4's nor schema 5's for its config.yaml (this code "
+                             f"computes {new} for schema 5): written by another version, or config.yaml was edited")
+        if schemas - {LEGACY_ROW_SCHEMA}:
+            raise GooseError(f"rows of schema {', '.join(map(str, sorted(schemas)))} under a schema-4 key")
+    except GooseError as e:
+        return Outcome("refused", folder, str(e))
+    new_rows = []
+    for r in rows:
+        r = rekeyed(r, new)
+        r["row_check"] = row_check(r)
+        new_rows.append(r)
+    config = {**config, "identity": {**config["identity"], "config_hash": new, "row_schema": ROW_SCHEMA,
+                                     "migrated_from": stored}}
+    pinned = folder.name != spec.folder_name(stored)  # run_dir=...: its name is the user's
+    target = folder if pinned else folder.with_name(spec.folder_name(new))
+    torn = [n for n in ("results.csv", "outputs.jsonl") if _torn(folder / n)]
+    return Plan(folder, stored, new, target, header or [], new_rows, [_rekey_output(o, new) for o in outputs],
+                config, torn)

@@ -1,0 +1,334 @@
+"""On disk: per-prompt result rows (append-only CSV, resumable), AR references and timings, the run lock."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from goose.errors import GooseError
+from goose.storage.durable import append_text, read_lines, repair_tail, writable_dir, write_error
+from goose.storage.fingerprints import digest
+
+
+def row_check(row: dict) -> str:
+    """A digest of a row's non-blank values as text: a row merged with another, cut short or edited
+    reads back with another digest. Blank values are left out, so a column added later (blank in older
+    rows) keeps their digests."""
+    cells = sorted((str(k), _text(v)) for k, v in row.items() if k != ROW_CHECK and _text(v) != "")
+    return digest(cells, 12)
+
+
+def _text(v) -> str:
+    return "" if v is None else str(v)
+
+
+ROW_CHECK = "row_check"
+
+
+def sharded(root: Path, key: str, suffix: str) -> Path:
+    """<root>/<first two characters of key>/<key><suffix>: keeps folders small."""
+    return Path(root) / key[:2] / f"{key}{suffix}"
+
+
+@dataclass
+class Damaged:
+    """A line of a results or outputs file that cannot be read back as a whole row."""
+
+    path: Path
+    line: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} ({self.why})"
+
+
+class OutputsFile:
+    """<run folder>/outputs.jsonl: what each row generated, as token ids, the text of each token and
+    where each came from (a draft source or "bonus"), with the fingerprint of the question it answers;
+    the equality report and the demo read it. Written just before its row, so every row has one; a line
+    repeated by an interrupted run is superseded by the later one. Reading never writes."""
+
+    FIELDS = ("prompt_id", "config_hash", "prompt_fingerprint", "tokens", "pieces", "origins")
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.damaged: list[Damaged] = []
+        self._repaired = False
+
+    def append(self, prompt_id: str, config_hash: str, prompt_fingerprint: str, tokens: list[int],
+               pieces: list[str], origins: list[str], margins: list[float] | None = None,
+               runners_up: list[list[int]] | None = None, gaps: list[list[float]] | None = None) -> None:
+        if not self._repaired:
+            writable_dir(self.path.parent)
+            repair_tail(self.path)
+            self._repaired = True
+        record = {"prompt_id": prompt_id, "config_hash": config_hash, "prompt_fingerprint": prompt_fingerprint,
+                  "tokens": tokens, "pieces": pieces, "origins": origins,
+                  "margins": [round(m, 7) for m in margins or []], "runners_up": list(runners_up or []),
+                  "gaps": [[round(g, 7) for g in row] for row in gaps or []]}
+        record["check"] = digest(record, 12)
+        append_text(self.path, json.dumps(record, ensure_ascii=False) + "\n", sync=True)
+
+    def read(self) -> dict[str, dict]:
+        """prompt id -> its latest intact record; damaged lines are listed in `self.damaged`."""
+        out: dict[str, dict] = {}
+        self.damaged = []
+        for n, line in enumerate(read_lines(self.path), 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                self.damaged.append(Damaged(self.path, n, "not valid JSON"))
+                continue
+            if not isinstance(r, dict) or not isinstance(r.get("prompt_id"), str) or \
+                    not isinstance(r.get("tokens"), list):
+                self.damaged.append(Damaged(self.path, n, "not an outputs record"))
+                continue
+            if "check" in r and digest({k: v for k, v in r.items() if k != "check"}, 12) != r["check"]:
+                self.damaged.append(Damaged(self.path, n, "its check digest does not match: edited or garbled"))
+                continue
+            out[r["prompt_id"]] = r
+        return out
+
+
+def token_pieces(tokenizer, tokens: list[int]) -> list[str]:
+    """The text each token settles: the pieces join to the decoded text exactly. A character split
+    over several tokens (bytes of a UTF-8 character) belongs to the token that completes it."""
+    final = tokenizer.decode(tokens, skip_special_tokens=True)
+    pieces, settled = [], 0
+    for i in range(len(tokens)):
+        upto = tokenizer.decode(tokens[: i + 1], skip_special_tokens=True)
+        if final.startswith(upto):
+            k = len(upto)
+        else:  # ends in a partial character (or the tokenizer rewrote earlier text): keep what agrees
+            k = next((j for j, (x, y) in enumerate(zip(upto, final)) if x != y), min(len(upto), len(final)))
+        k = max(k, settled)
+        pieces.append(final[settled:k])
+        settled = k
+    if pieces:
+        pieces[-1] += final[settled:]
+    return pieces
+
+
+class ResultsFile:
+    """One CSV, one row per prompt, each written with a single append + fsync and carrying a digest of
+    its values (`row_check`). Reading never writes: a line that is not a whole row (a short write, two
+    rows run together, an edit) is listed in `damaged`, never returned as a row. The run's writer, which
+    holds the run lock, moves damaged lines aside (`repair`) so their prompts are decoded again."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.damaged: list[Damaged] = []
+
+    def read(self) -> tuple[list[str] | None, list[dict]]:
+        """(header, intact rows); damaged lines go to `self.damaged`."""
+        self.damaged = []
+        self._raw: dict[int, str] = {}  # damaged record's first line -> its text, for repair()
+        lines = read_lines(self.path)
+        if not lines:
+            return None, []
+        reader = csv.reader(lines)
+        try:
+            header = next(reader)
+        except (csv.Error, StopIteration):
+            self.damaged.append(Damaged(self.path, 1, "the header line is unreadable"))
+            return None, []
+        checked = ROW_CHECK in header
+        rows = []
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+                why = None
+            except StopIteration:
+                break
+            except csv.Error as e:
+                fields, why = None, f"not CSV: {e}"
+            if fields == []:
+                continue
+            if why is None and len(fields) != len(header):
+                why = f"{len(fields)} fields where the header has {len(header)}"
+            row = dict(zip(header, fields)) if why is None else None
+            if why is None and checked and row[ROW_CHECK] != row_check(row):
+                why = "its row_check does not match its values: cut short, run into another row or edited"
+            if why is not None:
+                self.damaged.append(Damaged(self.path, start, why))
+                self._raw[start] = "".join(lines[start - 1 : max(reader.line_num, start)])
+                continue
+            rows.append(row)
+        return header, rows
+
+    def rows(self) -> list[dict]:
+        return self.read()[1]
+
+    def header(self) -> list[str] | None:
+        return self.read()[0]
+
+    def repair(self) -> list[Damaged]:
+        """Writer only: drop an unfinished last line, and move damaged lines to <file>.damaged (kept for
+        inspection), so the file holds whole rows only and the prompts of the damaged ones are decoded
+        again. Returns what was moved."""
+        repair_tail(self.path)
+        header, rows = self.read()
+        damaged = list(self.damaged)
+        if damaged and header is not None:
+            aside = "".join(f"# {d}\n{self._raw.get(d.line, '')}" for d in damaged)
+            append_text(self.path.with_name(self.path.name + ".damaged"), aside, sync=True)
+            self._rewrite(header, rows)
+        return damaged
+
+    def _rewrite(self, header: list[str], rows: list[dict]) -> None:
+        """Replace the file whole (a reader sees the old or the new one)."""
+        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
+        try:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, fieldnames=header, restval="")
+                w.writeheader()
+                w.writerows(rows)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise write_error(self.path, e, "rewrite") from None
+
+    def _widen(self, header: list[str], extra: list[str]) -> list[str]:
+        """Columns a newer version writes are added to the file, blank in the rows written before them
+        (their row_check stays valid: blanks are not in it). Only the run's one writer appends."""
+        rows = self.rows()
+        header = header + extra
+        self._rewrite(header, rows)
+        print(f"[goose] {self.path}: added column(s) {', '.join(extra)} (blank in the {len(rows)} earlier row(s))",
+              flush=True)
+        return header
+
+    def append(self, row: dict) -> None:
+        writable_dir(self.path.parent)
+        row = {k: v for k, v in row.items() if k != ROW_CHECK}
+        row[ROW_CHECK] = row_check(row)
+        header = self.header()
+        buf = io.StringIO()
+        if header is None:
+            header = list(row)
+            csv.writer(buf).writerow(header)
+        extra = [k for k in row if k not in header]
+        if extra:
+            header = self._widen(header, extra)
+        csv.DictWriter(buf, fieldnames=header, restval="").writerow(row)
+        append_text(self.path, buf.getvalue(), sync=True)
+
+
+class ReferenceStore:
+    """AR tokens, one JSON file per reference key: a digest of everything that decides them
+    (model content, prompt token ids, sampling settings and seed when sampling, dtype, device,
+    threads, backend, max_new_tokens, stop ids, library versions). Two prompts share a reference
+    only if their tokens are the same."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return sharded(self.root, key, ".json")
+
+    def get(self, key: str) -> dict | None:
+        p = self._path(key)
+        if not p.exists():
+            return None
+        try:
+            entry = json.loads(p.read_text(encoding="utf-8", errors="replace"))
+        except (json.JSONDecodeError, OSError):
+            return None  # a torn or unreadable entry: recompute
+        return entry if isinstance(entry, dict) and isinstance(entry.get("tokens"), list) else None
+
+    def put(self, key: str, entry: dict) -> None:
+        p = self._path(key)
+        writable_dir(p.parent)
+        tmp = p.with_suffix(f".tmp{os.getpid()}")
+        try:
+            tmp.write_text(json.dumps(entry))
+            tmp.replace(p)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise write_error(p, e) from None
+
+
+class TimingStore:
+    """Every AR timing ever taken for a reference key, with when, where and how (append-only JSONL)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return sharded(self.root, key, ".jsonl")
+
+    def all(self, key: str) -> list[dict]:
+        out = []
+        for line in read_lines(self._path(key)):
+            try:
+                t = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line from a killed writer
+            if isinstance(t, dict):
+                out.append(t)
+        return out
+
+    def add(self, key: str, timing: dict) -> None:
+        p = self._path(key)
+        writable_dir(p.parent)
+        append_text(p, json.dumps(timing) + "\n")
+
+
+class RunLock:
+    """One writer per run folder: an exclusive OS lock (flock) on <folder>/.lock holding the PID.
+
+    The kernel drops the lock when its process dies, however it dies, so a stale lock file
+    never blocks a rerun. A second process fails at once, naming the holder."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+        import socket
+
+        writable_dir(self.folder)
+        path = self.folder / ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise write_error(path, e, "create the run lock") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            import time
+
+            holder = ""
+            for _ in range(20):  # the holder writes its PID just after taking the lock
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                if holder:
+                    break
+                time.sleep(0.05)
+            os.close(fd)
+            holder = holder or "unknown"
+            raise GooseError(
+                f"another process (PID {holder}) is writing {self.folder}; wait for it to finish "
+                "(rerunning then skips what it wrote), or use another results_dir."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import fcntl
+
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

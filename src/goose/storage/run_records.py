@@ -1,0 +1,108 @@
+"""What a run writes besides its rows (goose.storage.row_schema): the environment they carry, traces, summaries."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+from goose.running.timing import device_name
+
+
+def environment(device: torch.device, dtype: torch.dtype) -> dict:
+    import transformers
+
+    return {
+        "device": str(device),
+        "device_name": device_name(device),
+        "dtype": str(dtype).replace("torch.", ""),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def latest_rows(rows: list[dict], chash: str, asked: list[str] | None = None) -> list[dict]:
+    """The rows a summary counts: this configuration's, the latest row per prompt id (a prompt decoded again,
+    e.g. after its outputs record was damaged, counts once), and only the prompt ids asked for (in that
+    order) when `asked` is given."""
+    latest = {r["prompt_id"]: r for r in rows if r.get("config_hash") == chash}
+    return list(latest.values()) if asked is None else [latest[i] for i in asked if i in latest]
+
+
+def write_summary(run_dir: Path, summary: dict) -> None:
+    """summary.json and summary.csv, each replaced whole."""
+    from goose.storage.durable import write_error
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(summary))
+    w.writeheader()
+    w.writerow(summary)
+    for name, content in (("summary.json", json.dumps(summary, indent=2)), ("summary.csv", buf.getvalue())):
+        path = run_dir / name
+        tmp = path.with_name(f"{name}.tmp{os.getpid()}")
+        try:
+            tmp.write_text(content)
+            tmp.replace(path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise write_error(path, e) from None
+
+
+def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
+    from goose.storage.durable import append_text
+
+    append_text(path, "".join(json.dumps({"prompt_id": prompt_id, "step": i, **step}) + "\n"
+                              for i, step in enumerate(steps)))
+
+
+def run_name(spec, label: str) -> str:
+    return f"{label}-{spec.benchmark.name}-{spec.method.name}-{spec.folder_name('')[:-1]}"
+
+
+def summary_concurrency(s: dict, path: Path) -> int:
+    """The concurrency a summary's rows ran at: the summary's own, else their rows' (the `concurrency` column of
+    the configuration's rows in `path`; rows from before it ran one request at a time)."""
+    if s.get("concurrency") is not None:
+        return int(s["concurrency"])
+    from goose.storage.result_files import ResultsFile
+
+    levels = {str(r.get("concurrency") or 1) for r in latest_rows(ResultsFile(path).rows(), s.get("config_hash"))}
+    level = levels.pop() if len(levels) == 1 else "1"
+    return int(level) if level.isdigit() else 1
+
+
+def speedup_basis(s: dict, concurrency: int) -> str:
+    """What a summary's speedup divides by, in words."""
+    if s["speedup_sources"] == "self":
+        return "AR is the method"
+    if concurrency > 1:  # interleaved there: batched AR over the same requests, beside the method's batch
+        return f"batched AR timing at concurrency {concurrency}"
+    return f"{s['speedup_sources']} AR timing"
+
+
+def print_summary(s: dict, path: Path) -> None:
+    if s["speedup_prompts"]:
+        how = speedup_basis(s, summary_concurrency(s, path))
+        speed = (f"speedup vs AR {s['speedup']:.3f}x ({how}, "
+                 f"{s['speedup_prompts']}/{s['prompts']} prompts)")
+    else:
+        speed = f"speedup vs AR not measured (speedup_reference={s['speedup_reference']})"
+    stale = f", {s['speedup_stale']} stale timing(s) left out" if s["speedup_stale"] else ""
+    kinds = (f" ({s['numerics']} numerics: a near-tie swapped; {s['diverged']} diverged)"
+             if s["numerics"] or s["diverged"] else "")
+    print(
+        f"\n{s['method']} on {s['benchmark']} ({s['model']}, B={s['budget']}, memory={s['memory']}): "
+        f"{s['prompts']} prompts, "
+        f"{s['new_tokens']} tokens\n"
+        f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
+        f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}\n"
+        f"  lossless {s['lossless']}/{s['prompts']}{kinds}\n"
+        f"  rows: {path}",
+        flush=True,
+    )
