@@ -166,14 +166,17 @@ def test_a_schema_4_folder_is_re_keyed_and_a_second_run_changes_nothing(tmp_path
     assert snapshot(tmp_path) == before
 
 
-def test_a_folder_of_a_moved_drafter_class_is_re_keyed_through_its_registered_name(tmp_path, capsys):
+@pytest.mark.parametrize("method", ["goose", "goose-no-bigram", "spine-only"])
+def test_a_folder_of_a_moved_drafter_class_is_re_keyed_through_its_registered_name(tmp_path, capsys, method):
     """The recorded import path no longer imports (the class moved): the class is the one the method config of
-    the same name names now, and the key is verified with the recorded path."""
-    old, spec = old_folder(tmp_path, "method=goose", target="goose.drafters_before_the_move.GooseDrafter")
+    the same name names now, and the key is verified with the recorded path. An ablation names its drafter only
+    through its config's `defaults:` (found by migrating the claims sweep's folders after the move)."""
+    old, spec = old_folder(tmp_path, f"method={method}", target="goose.spine_tree.GooseDrafter")
     out = migrate(capsys, tmp_path)
     assert "re-keyed 1 folder(s)" in out
     rows, _ = read_back(old.with_name(spec.folder_name(new_key(spec))))
     assert len(rows) == 2
+    assert "0 refused" in migrate(capsys, tmp_path)  # keyed now, and still recognized
 
 
 def test_references_and_timings_are_left_as_they_are(tmp_path, capsys):

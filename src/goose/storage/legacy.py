@@ -62,18 +62,17 @@ def _importable(target: str | None):
 
 
 def _registered(name: str, search_path: tuple[str, ...]):
-    """The drafter class the method config `name` names now (conf/method/<name>.yaml or a search-path folder)."""
+    """The drafter class the method config `name` names now (conf/method/<name>.yaml or a search-path folder),
+    composed as run.py composes it: a config that inherits its drafter through `defaults:` (the ablations) names
+    it only there."""
     from omegaconf import OmegaConf
 
-    from goose.paths import CONF
-    from goose.running.registry import drafter_class
+    from goose.running.registry import compose_config, drafter_class, method_names
 
-    for d in (*map(Path, search_path), CONF):
-        f = Path(d) / "method" / f"{name}.yaml"
-        if f.is_file():
-            given = OmegaConf.to_container(OmegaConf.load(f), resolve=False)
-            return drafter_class({"name": name, "drafter": (given or {}).get("drafter") or {}})
-    return None
+    if name not in method_names(search_path):
+        return None
+    method = OmegaConf.to_container(compose_config([f"method={name}"], search_path).method, resolve=False)
+    return drafter_class(method)
 
 
 def _defaults() -> dict:
