@@ -30,8 +30,8 @@ install:
 demo: install
 	$(PYTHON) run.py
 
-# Four tiers (docs/testing.md): unit (the parts), integration (the tiny model end to end), slow (SmolLM2), slurm
-# (a one-node SLURM cluster). CI runs all four.
+# The test tiers, what each covers and how long it takes: docs/testing.md (tests/test_docs.py checks that `test`
+# runs every tier it describes, each as its own target does). `test` is what CI runs (.ci/run).
 TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q
 test: install lint slurm-packages
 	$(TIER) -m "not slow and not integration and not slurm"

@@ -117,6 +117,7 @@ def test_a_character_split_over_tokens_belongs_to_the_token_that_completes_it(mo
         assert goose.marked(pieces, origins, colour=False) == ("café ok" if at == 3 else "caf⟦é⟧ ok")
 
 
+@pytest.mark.integration
 def test_demo_prints_the_comparison_from_the_rows_and_a_marked_answer(tiny_folder, prompt_file, tmp_path, capsys):
     from goose.demo import main
 

@@ -40,13 +40,14 @@ def test_every_linear_is_prepacked_and_matches_eager_logits(tiny, packed):
 
 
 def test_a_row_does_not_depend_on_how_many_rows_share_the_forward():
-    """Verification batches T tokens where AR runs one: a prepacked row must come out the same either way."""
+    """Verification batches T tokens where AR runs one: a prepacked row comes out bit-identical either way (fp32,
+    CPU). Only close would not do: a near-tie read two ways is a method's token differing from AR's."""
     lin = PrepackedLinear(nn.Linear(64, 300))
     x = torch.randn(1, 17, 64, generator=torch.Generator().manual_seed(2))
     with torch.inference_mode():
         whole = lin(x)
         alone = torch.cat([lin(x[:, i : i + 1]) for i in range(17)], dim=1)
-    assert torch.allclose(whole, alone, atol=1e-5)
+    assert torch.equal(whole, alone)
 
 
 def test_masked_attention_over_the_grouped_heads_computes_what_sdpa_computes(packed):
@@ -74,7 +75,9 @@ def test_masked_attention_over_the_grouped_heads_computes_what_sdpa_computes(pac
     assert torch.equal(ours[0], theirs[0]) and torch.equal(ours[1], theirs[1])
 
 
-@pytest.mark.parametrize("name", method_names())
+# GOOSE in the unit tier, the others in the integration tier
+@pytest.mark.parametrize("name", [pytest.param(m, marks=() if m == "goose" else pytest.mark.integration)
+                                  for m in method_names()])
 def test_every_method_is_token_identical_to_ar_on_the_prepacked_backend(name, packed, prompts, store):
     drafter, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
     engine = Engine(packed)

@@ -129,12 +129,15 @@ def test_the_batch_width_maximises_expected_tokens_per_second_and_is_todays_choi
     curve = CostCurve([1, 4, 16], [1.0, 1.2, 3.0])
     surface = CostSurface([1, 4], [1, 4, 16], [[1.0, 1.2, 3.0], [1.5, 2.0, 8.0]])
     gains = [1.0, 1.8, 2.4, 2.7, 2.9, 3.0]  # expected tokens from the first k nodes
-    # alone: the cost curve's decision (AutoBudget: b maximising gain / cost)
-    alone = max(range(1, 7), key=lambda b: (gains[b - 1] / curve(b), -b))
-    assert choose_widths([gains], surface, 1) == [alone] == [4]
+    # alone: the cost curve's decision, the width with the most tokens per second. The curve is linear between its
+    # points: cost(1..6) = 1.0, 1.0667, 1.1333, 1.2, 1.35, 1.5 (1.2 + 1.8 / 12 per node past 4), so gain / cost =
+    # 1.0, 1.69, 2.12, 2.25, 2.15, 2.0: width 4, on the curve and on the surface's one-row line (the same points)
+    assert [curve(b) for b in (2, 5)] == [pytest.approx(1.0666667), pytest.approx(1.35)]
+    assert choose_widths([gains], surface, 1) == [4]
     # four requests: the same tree pays less per request as the forward grows (cost(4, W) rises faster)
     assert choose_widths([gains] * 4, surface, 4) == [4] * 4
-    assert surface(4, 16) == 8.0 and surface(2, 4) == pytest.approx(1.2 + (2.0 - 1.2) / 3)
+    # 2 rows lie a third of the way from 1 row to 4: at width 4, 1.2 + (2.0 - 1.2) / 3 = 1.4667
+    assert surface(4, 16) == 8.0 and surface(2, 4) == pytest.approx(1.4666667)
     steep = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.0, 1.0], [1.0, 3.0, 9.0]])
     assert choose_widths([gains] * 4, steep, 4) == [1] * 4 and choose_widths([gains], steep, 1) == [4]
     assert surface_rows(16) == [1, 2, 4, 8, 16] and surface_rows(6) == [1, 2, 4, 6]
@@ -376,10 +379,12 @@ def test_the_batch_reads_the_gains_scaled_by_what_the_walks_gave():
 
     c = Calibration()
     assert c.factor == 1 and c.scaled([1.0, 1.8, 2.4]) == [1.0, 1.8, 2.4]
-    for _ in range(24):  # promised 1.4 extra tokens a step, given 0.35
+    for _ in range(24):  # promised 1.4 extra tokens a step, given one in 4 steps (6 of the 24)
         c.observe([1.0, 1.8, 2.4], 3, 1 if _ % 4 else 2)
-    assert c.factor == pytest.approx((8 + 6) / (8 + 24 * 1.4))
-    assert c.scaled([1.0, 3.0])[0] == 1.0 and c.scaled([1.0, 3.0])[1] < 3.0
+    # a prior of 8 request-steps at 1, then given / promised = (8 + 6) / (8 + 24 x 1.4) = 14 / 41.6
+    assert c.factor == pytest.approx(0.3365385)
+    # the first node is the bonus, kept as it is; the extra 2 tokens are scaled: 1 + 2 x 14 / 41.6
+    assert c.scaled([1.0, 3.0]) == [1.0, pytest.approx(1.6730769)]
     surface = CostSurface([1, 4], [1, 2, 4], [[1.0, 1.05, 1.2], [1.2, 1.5, 2.2]])
     hopeful = [[1.0, 1.6, 2.2, 2.9]] * 4
     assert choose_widths(hopeful, surface, 4) == [4] * 4
@@ -394,8 +399,8 @@ def test_the_pause_lasts_until_fewer_requests_are_in_flight_or_its_steps_run_out
     assert p.drafts(16)
     p.decided(3, 16)  # a width paid: keep drafting
     assert p.drafts(16)
-    p.decided(1, 16)  # none paid at 16 requests: a short pause first
-    assert [p.drafts(16) for _ in range(Pause.MIN_STEPS)] == [False] * Pause.MIN_STEPS
+    p.decided(1, 16)  # none paid at 16 requests: a short pause first, 4 steps
+    assert [p.drafts(16) for _ in range(4)] == [False] * 4
     assert p.drafts(16)  # the steps ran out: look again
     p.decided(1, 16)
     assert not p.drafts(16) and not p.drafts(17) and p.drafts(15)  # one request fewer: look again at once
@@ -420,7 +425,7 @@ def test_the_pause_doubles_while_no_width_pays_and_is_short_again_once_one_does(
     assert lengths == [4, 8, 16, 32, 64, 64]
     p.decided(6, 16)
     p.decided(1, 16)
-    assert paused_for(p) == Pause.MIN_STEPS
+    assert paused_for(p) == 4  # a width paid in between: the shortest pause again
 
 
 def test_drafting_overhead_counts_only_for_widths_that_draft():
@@ -441,8 +446,11 @@ def test_each_request_verifies_the_nodes_that_pay_for_themselves_in_a_packed_for
     weak = [1.0, 1.05, 1.08]
     widths = choose_widths([chain, weak, weak, weak], surface, 4)
     assert widths[0] == 8 and widths[1:] == [1, 1, 1]
-    assert batch_cost(surface, widths) == pytest.approx(surface(4, (11 + PADDING_SHARE * (32 - 11)) / 4))
-    assert batch_cost(surface, widths) < surface(4, 8)  # padded, the three bare roots would cost 7 nodes each
+    # 8 + 1 + 1 + 1 = 11 nodes, padded to 4 x 8 = 32 queries: 21 padding ones at a quarter of a node each, so the
+    # forward costs 4 rows at the mean width (11 + 21 / 4) / 4 = 4.0625 nodes: 1.3 + (0.0625 / 4) x (2.0 - 1.3)
+    assert PADDING_SHARE == 0.25
+    assert batch_cost(surface, widths) == pytest.approx(1.3109375)
+    assert surface(4, 8) == 2.0  # where every row padded to 8 nodes (the bare roots' 7 each) would cost 2.0
 
 
 @pytest.mark.parametrize("name", ["goose@auto", "goose-suffix@auto", "tr@auto", "suffix@auto:run", "pld@auto"])

@@ -34,6 +34,7 @@ def run_bench(tiny_folder, prompts, *more):
                 "--max-new-tokens", "6", "--backends", "eager", *more])
 
 
+@pytest.mark.integration
 def test_json_is_the_run_what_it_ran_on_and_everything_it_printed(tiny_folder, four_prompts, tmp_path, capsys):
     """--n-prompts takes the first N of a --prompts file; the header counts them and names the file; the JSON
     carries the model (name, path, fingerprint), dtype, threads, backends, torch, device, date, the cost table,
@@ -76,6 +77,7 @@ def test_json_is_the_run_what_it_ran_on_and_everything_it_printed(tiny_folder, f
         assert f"{p['forward_ms']:8.2f} | {p['engine_overhead_ms']:6.2f} | {p['drafter_ms']:6.2f}" in printed
 
 
+@pytest.mark.integration
 def test_repeats_0_writes_the_profiled_pass_over_a_stale_file(tiny_folder, four_prompts, tmp_path, capsys):
     """--repeats 0 runs the profiled pass only, and its --json is that run: never an earlier file left at OUT."""
     out = tmp_path / "bench.json"
@@ -106,6 +108,7 @@ def test_a_run_that_cannot_write_its_json_or_fails_leaves_no_stale_file(tiny_fol
     assert bench.parse([]).n_prompts is None  # the benchmarks' first 10, a file's every prompt
 
 
+@pytest.mark.integration
 def test_concurrency_json_has_null_not_nan_when_every_request_stops_after_one_token(tiny_folder, four_prompts,
                                                                                     tmp_path, capsys):
     """One token per request: TPOT is undefined (null, '-' in the table), TTFT is there; the file also says what it

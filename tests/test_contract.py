@@ -1,6 +1,8 @@
 """The drafter contract, checked for every method in conf/method/ (a new method is covered with no
-edit here): declared capabilities hold, budgets are applied or refused, a toy drafter added as one
-file plus one YAML runs through run.py, bench.py and the all-methods table."""
+edit here): declared capabilities hold, budgets are applied or refused, requests decoded side by side
+share what memory=run keeps and nothing else, a toy drafter added as one file plus one YAML runs
+through run.py, bench.py and the all-methods table. (The contract's table in docs/engine.md is
+checked against the class in tests/test_contract_table.py.)"""
 
 import os
 import subprocess
@@ -8,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import hf_greedy
 
 from goose.drafting.budget import AUTO_BUILD_NODES, AutoBudget, CostCurve
-from goose.engine.draft import Verification
+from goose.engine.draft import Verification, greedy_walk
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.methods.goose import GooseDrafter
@@ -184,3 +187,129 @@ def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goos
     assert b.returncode == 0, b.stderr[-2000:]
     lines = {line.split("|")[1].strip(): line for line in b.stdout.splitlines() if line.startswith("| ")}
     assert lines["repeat"].rstrip().endswith("1/1 |") and lines["repeat@auto"].rstrip().endswith("1/1 |")
+
+
+# --- concurrency: two requests' drafters, spawned as a batch spawns them (goose.running.batch_timing) ----------
+# A made-up target whose next token depends on the last token only: after RESPONSE[i] it writes RESPONSE[i + 1],
+# elsewhere t + 1 (so after LESSON_PROMPT's last token, 99, it starts RESPONSE). Its top-k: that token, then 240+.
+RESPONSE = list(range(100, 148, 2))
+LESSON_PROMPT = list(range(1, 13)) + [99]
+J = 10  # the second request's prompt ends with RESPONSE[J - 3 : J], its root is RESPONSE[J]: will it draft J + 1?
+PROBE_PROMPT = [200, 201, 202, 203, *RESPONSE[J - 3 : J]]
+
+
+def target_next(t: int) -> int:
+    return RESPONSE[RESPONSE.index(t) + 1] if t in RESPONSE[:-1] else t + 1
+
+
+def target_topk(tokens: list[int], k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = [[target_next(t), *[a for a in range(240, 256) if a != target_next(t)][: k - 1]] for t in tokens]
+    return torch.tensor(ids), torch.tensor([[8.0 - j for j in range(k)]] * len(tokens))
+
+
+def begin(d, prompt: list[int]) -> list[int]:
+    """`d.start` as the loops call it: prompt + the target's first token, the prompt's top-k when asked."""
+    context = [*prompt, target_next(prompt[-1])]
+    caps = d.capabilities
+    ids, scores = target_topk(prompt, caps.topk) if caps.harvest_prefill and caps.topk else (None, None)
+    d.start(context, Verification(path=[0], bonus=context[-1], topk_ids=ids, topk_scores=scores))
+    return context
+
+
+def teach(d) -> None:
+    """The first request: LESSON_PROMPT, then RESPONSE decoded through the contract (propose, the target's walk,
+    origins, accepted), then stop: what it files is RESPONSE."""
+    context = begin(d, LESSON_PROMPT)
+    k = d.capabilities.topk
+    while len(context) < len(LESSON_PROMPT) + len(RESPONSE):
+        draft = d.propose(context)
+        path = greedy_walk(draft.parents, draft.tokens, [target_next(t) for t in draft.tokens])
+        ids, scores = target_topk(draft.tokens, k) if k else (None, None)
+        result = Verification(path=path, bonus=target_next(draft.tokens[path[-1]]), topk_ids=ids, topk_scores=scores,
+                              width=len(draft))
+        room = len(LESSON_PROMPT) + len(RESPONSE) - len(context)
+        context.extend(([draft.tokens[i] for i in path[1:]] + [result.bonus])[:room])
+        d.origins(path)
+        d.accepted(result, context)
+    assert context[len(LESSON_PROMPT):] == RESPONSE  # the made-up target decoded what it writes
+    d.stop()
+
+
+def probe(d):
+    """The second request's first draft: its prompt ends where RESPONSE goes on, a continuation only a drafter that
+    saw RESPONSE knows (it is in neither the second's prompt nor that prompt's top-k)."""
+    return d.propose(begin(d, PROBE_PROMPT))
+
+
+def knows_the_lesson(draft) -> bool:
+    return any(p == 0 and t == RESPONSE[J + 1] for t, p in zip(draft.tokens[1:], draft.parents[1:]))
+
+
+def same(a, b) -> bool:
+    return (a.tokens, a.parents) == (b.tokens, b.parents)
+
+
+def check_shared(template) -> None:
+    """Under memory=run the requests in flight share what is kept across prompts: the second request's drafter
+    drafts what the first filed, and exactly what one drafter drafts that decoded both requests in turn."""
+    first, second = template.spawn(), template.spawn()  # both before either starts, as a batch spawns them
+    assert not knows_the_lesson(probe(type(template)(template.config))), "the probe is answered without the lesson"
+    teach(first)
+    drafted = probe(second)
+    who = type(template).__name__
+    assert knows_the_lesson(drafted), (f"{who}: the second request's drafter does not see what the first filed "
+                                       "(does share_with hand over the state kept across prompts?)")
+    alone = type(template)(template.config)
+    teach(alone)
+    assert same(drafted, probe(alone)), (f"{who}: the second request's drafter does not see all that the first "
+                                         "filed: it drafts other than one drafter that decoded both requests")
+
+
+def check_isolated(template) -> None:
+    """A drafter that keeps nothing across prompts shares nothing learned: the second request drafts as if the
+    first had never run."""
+    first, second = template.spawn(), template.spawn()
+    teach(first)
+    alone, after = probe(type(template)(template.config).spawn()), probe(second)
+    assert same(after, alone), type(template).__name__
+
+
+def forgetful(cls: type) -> type:
+    """A broken drafter: `cls` whose share_with hands nothing over."""
+    return type(f"Forgetful{cls.__name__}", (cls,), {"share_with": lambda self, other: None})
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_spawned_drafters_share_what_memory_run_keeps(name, store):
+    """Every method at memory=run (a method without the setting keeps nothing: it runs as is): one that declares
+    memory shares it with the requests beside it, and the same check fails the method with share_with forgotten;
+    one that keeps nothing passes nothing between requests."""
+    d, _ = drafter(f"{name}:run", store)
+    if not d.capabilities.memory:
+        check_isolated(d)
+        return
+    check_shared(d)
+    with pytest.raises(AssertionError, match="does not see what the first filed"):
+        check_shared(forgetful(type(d))(d.config))
+    with pytest.raises(AssertionError):  # and what it shares shows: the isolation check is not vacuous either
+        check_isolated(type(d)(d.config))
+
+
+def test_the_check_catches_a_drafter_that_shares_only_part_of_its_memory(store):
+    """GOOSE-suffix keeps two things under memory=run, the adjacency table and the library's suffix trees: sharing
+    only the table (TreeDrafter's share_with, the library's forgotten) still drafts the lesson's next token from the
+    table, and is caught because the drafts differ from one drafter's that decoded both requests."""
+    from goose.drafting.tree import TreeDrafter
+
+    d, _ = drafter("goose-suffix:run", store)
+    half = type("TableOnlyGooseSuffix", (type(d),), {"share_with": TreeDrafter.share_with})
+    check_shared(d)
+    with pytest.raises(AssertionError, match="does not see all that the first filed"):
+        check_shared(half(d.config))
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_spawned_drafters_share_nothing_learned_under_memory_prompt(name, store):
+    d, _ = drafter(f"{name}:prompt", store)
+    assert not d.capabilities.memory
+    check_isolated(d)

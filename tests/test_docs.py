@@ -56,3 +56,24 @@ def test_the_readme_leads_with_the_claims_scorecards_summary():
     scorecard = (ROOT / "docs" / "results" / "claims.md").read_text()
     assert readme.index("## What replicates") < readme.index("## Set up")
     assert summary_block(readme) == summary_block(scorecard) != ""
+
+
+def test_the_test_tiers_are_described_once_and_make_test_runs_each():
+    """docs/testing.md's table is where the tiers are described; `make test` (what CI runs) runs exactly those
+    tiers, in that order, each with its own target's selection, and every pytest marker is one of them (the unit
+    tier is what no marker selects)."""
+    tiers = re.findall(r"^\| (\w+) \| `make test-(\w+)` \|", (ROOT / "docs" / "testing.md").read_text(), re.M)
+    assert tiers and all(name == target for name, target in tiers), tiers
+    makefile = (ROOT / "Makefile").read_text()
+
+    def selections(target: str) -> list[str]:
+        recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", makefile, re.M)
+        assert recipe, f"the Makefile has no target {target}"
+        return re.findall(r"^\t\$\(TIER\) -m (.+)$", recipe.group(1), re.M)
+
+    assert selections("test") == [s for name, _ in tiers for s in selections(f"test-{name}")]
+    declared = re.search(r"^markers = \[(.*?)\]$", (ROOT / "pyproject.toml").read_text(), re.M | re.S).group(1)
+    markers = set(re.findall(r'"(\w+):', declared))
+    assert markers == {name for name, _ in tiers} - {"unit"}
+    (unit,) = selections("test-unit")
+    assert set(re.findall(r"not (\w+)", unit)) == markers and unit.count(" and ") == len(markers) - 1

@@ -240,7 +240,9 @@ def drafters():
     yield BalancedTreeDrafter(branching=5, budget=16)
 
 
-@pytest.mark.parametrize("drafter", list(drafters()), ids=lambda d: type(d).__name__)
+# GOOSE as shipped in the unit tier, its ablations and the other methods in the integration tier
+@pytest.mark.parametrize("drafter", [pytest.param(d, marks=() if i == 0 else pytest.mark.integration)
+                                     for i, d in enumerate(drafters())], ids=lambda d: type(d).__name__)
 def test_every_method_is_lossless_on_tiny_model(tiny, prompts, drafter):
     engine = Engine(tiny)
     accepted = 0

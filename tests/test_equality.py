@@ -138,6 +138,7 @@ def test_runs_of_another_model_or_setting_are_never_classed(tmp_path, what, reco
     assert said in msg and "\n" not in msg and str(a) in msg and str(b) in msg, msg
 
 
+@pytest.mark.integration
 def test_the_command_names_the_difference_in_one_line_and_exits_2(tmp_path):
     """A model against a perturbed copy of it (another fingerprint) was a report with a class, exit 1."""
     out_a, out_b = answers()

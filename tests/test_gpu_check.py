@@ -42,6 +42,7 @@ def test_no_cuda_is_one_line(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "gpu-check.json").exists()
 
 
+@pytest.mark.integration
 def test_cpu_smoke(tiny, tmp_path, monkeypatch, capsys):
     rc, lines, data = smoke(tiny, tmp_path, monkeypatch, capsys)
     assert rc == 0
@@ -65,6 +66,7 @@ def test_cpu_smoke(tiny, tmp_path, monkeypatch, capsys):
         assert len(c["widths"]) == len(c["ms"]) and c["widths"][0] == 1 and all(m > 0 for m in c["ms"])
 
 
+@pytest.mark.integration
 def test_forced_divergence(tiny, tmp_path, monkeypatch, capsys):
     real = gpu_check.generate
 

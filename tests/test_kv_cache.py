@@ -24,7 +24,7 @@ def test_update_crop_and_growth_match_the_concatenating_layer(monkeypatch):
         theirs.crop(crop)
         assert ours.get_seq_length() == theirs.get_seq_length()
         assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values)
-    assert ours._k.shape[-2] % 8 == 0 and ours._k.shape[-2] >= ours.get_seq_length()
+    assert ours.capacity % 8 == 0 and ours.capacity >= ours.get_seq_length()
 
 
 def test_the_engine_decodes_the_same_logits_on_either_cache(tiny, prompts, monkeypatch):
@@ -61,9 +61,9 @@ def test_new_cache_layers_grow_in_place(tiny):
     for t in range(10):
         engine.verify(Draft.chain([60 + t]))
     assert engine.cache_len == 60 and layer.keys.shape[-2] == 60
-    assert layer.keys.untyped_storage().data_ptr() == storage and layer._k.shape[-2] == kv_cache.CHUNK
+    assert layer.keys.untyped_storage().data_ptr() == storage and layer.capacity == kv_cache.CHUNK
     engine.verify(Draft.chain(list(range(kv_cache.CHUNK))))  # does not fit: the buffer grows, once
-    assert layer._k.shape[-2] == 2 * kv_cache.CHUNK and layer.keys.untyped_storage().data_ptr() != storage
+    assert layer.capacity == 2 * kv_cache.CHUNK and layer.keys.untyped_storage().data_ptr() != storage
 
 
 def test_a_buffer_grows_no_further_than_the_model_context(monkeypatch):
@@ -71,4 +71,4 @@ def test_a_buffer_grows_no_further_than_the_model_context(monkeypatch):
     layer = InPlaceLayer(limit=20)
     for n in (5, 6, 6):  # 17 positions: doubling would ask for 32
         layer.update(torch.zeros(1, 1, n, 2), torch.zeros(1, 1, n, 2))
-    assert layer._k.shape[-2] == 20 and layer.get_seq_length() == 17
+    assert layer.capacity == 20 and layer.get_seq_length() == 17

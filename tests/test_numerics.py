@@ -21,8 +21,12 @@ def ranks(tokens, runners_up, gaps):
 
 
 def test_classify_by_hand():
+    # 4 units in the last place at a logit of 32, by hand: between 32 and 64 float32 steps by 2**-18 (3.8e-6),
+    # float16 by 2**-5 (0.03125), bfloat16 by 2**-2 (0.25); a dtype is taken by name or as a torch dtype
+    assert tolerance("float32") == 1.52587890625e-05 == tolerance(torch.float32)
+    assert tolerance("float16") == 0.125 and tolerance("torch.float16") == 0.125
+    assert tolerance("bfloat16") == 1.0 == tolerance(torch.bfloat16)
     tol = tolerance("float32")
-    assert tol == pytest.approx(4 * 2 ** -23 * 32)
     ref = old([1, 2, 4], [5.0, 3.0, tol / 4], [9, 9, 3])  # AR chose 4 over 3 by a quarter of the tolerance
     exact = classify(old([1, 2, 4], [5.0, 3.0, 1.0], [9, 9, 3]), ref, "float32")
     assert exact.kind == EXACT and exact.columns()["equality_tolerance"] == tol  # an exact row records it too
@@ -34,7 +38,6 @@ def test_classify_by_hand():
     assert classify(old([1, 2], [5.0, 3.0], [9, 9]), ref, "float32").kind == DIVERGED  # stopped early
     no_ranks = {"tokens": [1, 2, 4]}  # a reference of a version that recorded no margins
     assert classify(old([1, 2, 3], [5.0, 3.0, tol / 2], [9, 9, 4]), no_ranks, "float32").kind == DIVERGED
-    assert tolerance("bfloat16") > tolerance("float16") > tolerance("float32")
 
 
 def test_a_tie_of_three_is_numerics_wherever_each_run_ranks_the_others_token():

@@ -339,6 +339,7 @@ def test_the_summary_at_concurrency_says_batched_ar(tmp_path, capsys):
     assert "(AR is the method, 2/2 prompts)" in capsys.readouterr().out
 
 
+@pytest.mark.integration
 def test_a_run_at_concurrency_2_prints_batched_ar(tiny_folder, tmp_path, run_goose):
     f = jsonl_file(tmp_path / "p.jsonl", [{"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x + {i}\n"}
                                           for i in range(2)])

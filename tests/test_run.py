@@ -30,6 +30,7 @@ def run_folder(root, model, bench, method, tag):
     return found[0]
 
 
+@pytest.mark.integration
 def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tmp_path, run_goose):
     args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
             f"benchmark.path={prompt_file}", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}", "n_prompts=2"]
@@ -55,6 +56,7 @@ def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tm
     assert summary["prompts"] == 4 and summary["lossless"] == 4
 
 
+@pytest.mark.integration
 def test_ar_run_is_checked_against_hf_generate(tiny_folder, prompt_file, tmp_path, run_goose):
     run_goose("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
               "max_new_tokens=16", f"results_dir={tmp_path}", "n_prompts=2")
@@ -62,6 +64,7 @@ def test_ar_run_is_checked_against_hf_generate(tiny_folder, prompt_file, tmp_pat
     assert all(x["lossless"] == "True" and x["tau"] == "1.0" for x in got)
 
 
+@pytest.mark.integration
 def test_single_prompt_mode_prints_text(tiny_folder, tmp_path, run_goose):
     _, out = run_goose("model=hf", f"model.path={tiny_folder}", "method=pld", "prompt=hello hello hello",
                        "max_new_tokens=8", f"results_dir={tmp_path}")
@@ -114,6 +117,7 @@ def test_hub_model_without_weights_fails_fast(tmp_path):
     assert "vicuna-7b" in r.stderr and "model=hf model.path" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.integration
 def test_trace_jsonl_per_step(tiny_folder, prompt_file, tmp_path, run_goose):
     run_goose("model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
               f"benchmark.path={prompt_file}", "max_new_tokens=16", "n_prompts=1", "trace=true",

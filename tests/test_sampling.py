@@ -130,6 +130,7 @@ def test_noise_is_keyed_by_the_whole_tuple():
     assert len(seeds) == 8  # no two of (seed, prompt, position) share noise, e.g. (0, t + 1) vs (1, t)
 
 
+@pytest.mark.integration
 def test_noise_is_the_same_in_another_process_whatever_the_global_generator():
     """Noise drawn from the global torch generator (or any process state) would differ between a run and its
     resume: another interpreter, its global generator seeded otherwise, must draw the same numbers."""

@@ -1,7 +1,9 @@
 """The run specification: every setting declared once (goose.running.spec), typed below the runner."""
 
-import dataclasses
 import shutil
+import sys
+import types
+from pathlib import Path
 
 import pytest
 from conftest import hash_of, spec_of
@@ -9,7 +11,7 @@ from omegaconf import OmegaConf
 
 from goose.errors import GooseError
 from goose.paths import CONF
-from goose.running.spec import SETTINGS, RunSpec, setting, whole
+from goose.running.spec import SETTINGS
 
 
 def test_config_yaml_and_the_spec_declare_the_same_settings():
@@ -21,28 +23,31 @@ def test_config_yaml_and_the_spec_declare_the_same_settings():
 
 def test_adding_a_setting_is_one_declaration_and_its_yaml_line(tmp_path, monkeypatch):
     """A new setting, declared once as a RunSpec field (+ its YAML line), is checked, hashed, a row column, in
-    the reference key and in the folder name, with nothing else edited."""
-    import goose.running.spec as spec_module
+    the reference key and in the folder name, with nothing else edited: goose.running.spec is loaded again from
+    its own source with that one field added, and conf/ with that one line."""
+    import goose.running.spec as shipped
 
-    @dataclasses.dataclass(frozen=True)
-    class Warped(RunSpec):
-        warp: int = setting(whole("warp", 1, "how far"), reference=True, kind="int", default=1,
-                            folder=lambda s: f"W{s.warp}" if s.warp != 1 else "")
-
-    cls = Warped
-    monkeypatch.setattr(spec_module, "RunSpec", cls)
-    monkeypatch.setattr(spec_module, "SETTINGS", spec_module._settings(cls))
+    source = Path(shipped.__file__).read_text()
+    anchor = "    temperature: float = setting("  # the field after max_new_tokens: the folder reads B-M-N-W
+    assert source.count(anchor) == 1, "RunSpec changed: put the new field after max_new_tokens"
+    field = ('    warp: int = setting(whole("warp", 1, "how far"), reference=True, kind="int",\n'
+             '                        folder=lambda s: f"W{s.warp}" if s.warp != 1 else "")\n')
+    hash_of("method=goose")  # everything the checks below import is imported now, bound to the shipped spec
+    warped = types.ModuleType(shipped.__name__)
+    warped.__file__ = shipped.__file__
+    monkeypatch.setitem(sys.modules, shipped.__name__, warped)  # what `from goose.running.spec import` finds
+    exec(compile(source.replace(anchor, field + anchor), shipped.__file__, "exec"), warped.__dict__)
     conf = tmp_path / "conf"
     shutil.copytree(CONF, conf)
     (conf / "config.yaml").write_text((conf / "config.yaml").read_text().replace(
         "budget: 60", "warp: 1               # how far\nbudget: 60", 1))
     monkeypatch.setattr("goose.running.registry.CONF", conf)
-    base, warped = spec_of("method=goose"), spec_of("method=goose", "warp=3")
-    assert warped.warp == 3 and base.warp == 1
-    assert warped.settings("row")["warp"] == 3 and warped.settings("reference")["warp"] == 3
+    base, warped_spec = spec_of("method=goose"), spec_of("method=goose", "warp=3")
+    assert warped_spec.warp == 3 and base.warp == 1
+    assert warped_spec.settings("row")["warp"] == 3 and warped_spec.settings("reference")["warp"] == 3
     assert hash_of("method=goose", "warp=3") != hash_of("method=goose")
-    assert warped.folder_name("h") == "B60-Mprompt-N64-W3-h" and base.folder_name("h") == "B60-Mprompt-N64-h"
-    assert "warp" not in {x.key for x in spec_module._settings(RunSpec)}  # the shipped spec is untouched
+    assert warped_spec.folder_name("h") == "B60-Mprompt-N64-W3-h" and base.folder_name("h") == "B60-Mprompt-N64-h"
+    assert "warp" in warped.declared_keys() and "warp" not in shipped.declared_keys()  # the shipped spec is untouched
     with pytest.raises(GooseError, match="warp must be an integer >= 1"):
         spec_of("warp=0")
 

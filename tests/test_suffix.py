@@ -45,6 +45,7 @@ def test_the_library_draft_hangs_under_our_root():
     assert d.tokens[1:] == list(raw.token_ids) and [p - 1 for p in d.parents[1:]] == list(raw.parents)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("memory", ["prompt", "run"])
 @pytest.mark.parametrize("method", ["suffix", "suffix-chain", "goose-suffix"])
 def test_lossless_and_drafts_are_walked(method, memory, tiny, prompts):
@@ -87,6 +88,7 @@ def drafts_of(drafter, engine, prompt):
     return seen
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("method", ["suffix", "goose-suffix", "tr", "goose"])
 def test_memory_prompt_clears_and_memory_run_remembers(method, tiny, prompts):
     engine = Engine(tiny)

@@ -32,6 +32,7 @@ def all_rows(root):
     return [r for f in sorted(root.rglob("results.csv")) for r in rows(f)]
 
 
+@pytest.mark.integration
 def test_two_prompt_files_with_the_same_ids_are_both_lossless(tiny_folder, tmp_path, run_goose):
     a = jsonl(tmp_path / "a.jsonl", ["def add(a, b):\n    return a + b\n", "x = 1\ny = 2\n"])
     b = jsonl(tmp_path / "b.jsonl", ["the cat sat on the mat; the cat", "for i in range(10): print(i)"])
@@ -44,6 +45,7 @@ def test_two_prompt_files_with_the_same_ids_are_both_lossless(tiny_folder, tmp_p
     assert len({x["config_hash"] for x in got}) == 2
 
 
+@pytest.mark.integration
 def test_ids_that_sanitise_alike_and_missing_ids_do_not_share_references(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["alpha beta alpha beta", "gamma delta gamma"], ids=["p q", "p_q"])
     g = tmp_path / "noids.jsonl"
@@ -59,6 +61,7 @@ def test_duplicate_ids_are_an_error_naming_the_lines(tiny_folder, tmp_path, run_
         run_goose(*tiny_args(tiny_folder, f, tmp_path / "res"))
 
 
+@pytest.mark.integration
 def test_an_edited_prompts_file_is_not_resumed(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["print('hello')\n" * 2, "a = [1, 2, 3]\n"])
     args = tiny_args(tiny_folder, f, tmp_path / "res", "method=pld")
@@ -70,6 +73,7 @@ def test_an_edited_prompts_file_is_not_resumed(tiny_folder, tmp_path, run_goose)
     assert len(got) == 4 and len({x["prompts_fingerprint"] for x in got}) == 2
 
 
+@pytest.mark.integration
 def test_new_weights_at_the_same_path_are_not_resumed(tmp_path, run_goose):
     from tiny import save_tiny
 
@@ -84,6 +88,7 @@ def test_new_weights_at_the_same_path_are_not_resumed(tmp_path, run_goose):
     assert len({x["model_fingerprint"] for x in all_rows(tmp_path / "res")}) == 2
 
 
+@pytest.mark.integration
 def test_a_pinned_run_dir_refuses_rows_of_another_configuration(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["a b a b", "c d c d"])
     g = jsonl(tmp_path / "q.jsonl", ["e f e f", "g h g h"])
@@ -147,6 +152,7 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tiny_folder, tmp_path):
     assert len({x["prompt_id"] for x in all_rows(tmp_path / "res")}) == 10
 
 
+@pytest.mark.integration
 def test_two_hf_folders_with_one_name_never_pool(tmp_path, run_goose):
     from tiny import save_tiny
 
@@ -162,6 +168,7 @@ def test_two_hf_folders_with_one_name_never_pool(tmp_path, run_goose):
     assert len(t) == 2 and list(t.prompts) == [2, 2] and t.model.str.startswith("model [").all()
 
 
+@pytest.mark.integration
 def test_interleaved_speedup_times_ar_beside_each_prompt(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["m = m + 1\n" * 3, "n = n * 2\n" * 3])
     _, out = run_goose(*tiny_args(tiny_folder, f, tmp_path / "res", "method=goose", "repeats=2"))
@@ -172,6 +179,7 @@ def test_interleaved_speedup_times_ar_beside_each_prompt(tiny_folder, tmp_path, 
         assert x["ar_sweep_id"] == x["sweep_id"] and x["ar_host"] == x["host"]
 
 
+@pytest.mark.integration
 def test_cached_timing_of_another_sweep_is_not_reused(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["q = q - 1\n" * 3])
     args = tiny_args(tiny_folder, f, tmp_path / "res", "speedup_reference=cached")
@@ -184,6 +192,7 @@ def test_cached_timing_of_another_sweep_is_not_reused(tiny_folder, tmp_path, run
     assert goose["ar_sweep_id"] == goose["sweep_id"] == stamps[1]["sweep_id"]
 
 
+@pytest.mark.integration
 def test_speedup_none_reports_tau_only(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["s = s + s\n" * 3])
     _, out = run_goose(*tiny_args(tiny_folder, f, tmp_path / "res", "method=goose", "speedup_reference=none"))

@@ -52,23 +52,39 @@ def test_a_byte_changed_anywhere_in_a_large_file_changes_its_fingerprint(tmp_pat
     assert fingerprints.file_fingerprint(big) != before
 
 
+def bytes_read() -> int:
+    """Bytes this process has read through read() calls so far (Linux: /proc/self/io)."""
+    return int(next(line for line in Path("/proc/self/io").read_text().splitlines()
+                    if line.startswith("rchar:")).split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts reads through /proc/self/io (Linux)")
 def test_the_hash_is_cached_per_file_version_and_an_edit_with_restored_mtime_is_seen(tmp_path, monkeypatch):
+    """The first fingerprint reads every byte; the second reads none of the file (a stat and the small cache entry);
+    an edit in place with the size and modification time put back is seen (the change time moved) and hashed."""
     from goose.storage import fingerprints
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
+    size = 4 << 20
     f = tmp_path / "model.safetensors"
-    f.write_bytes(b"a" * 1000)
-    calls = []
-    real = fingerprints._sha256
-    monkeypatch.setattr(fingerprints, "_sha256", lambda p: calls.append(p) or real(p))
+    f.write_bytes(os.urandom(size))
+    start = bytes_read()
     first = fingerprints.file_fingerprint(f)
-    assert fingerprints.file_fingerprint(f) == first and len(calls) == 1  # the second costs a stat
+    hashed = bytes_read()
+    assert hashed - start >= size  # hashed: every byte read
+    assert fingerprints.file_fingerprint(f) == first
+    cached = bytes_read()
+    assert cached - hashed < size // 8  # from the cache: the file is not read again
     st = f.stat()
     with open(f, "r+b") as h:  # edited in place: same size, and the modification time put back
-        h.write(b"b")
+        byte = h.read(1)
+        h.seek(0)
+        h.write(bytes([byte[0] ^ 1]))
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
-    assert fingerprints.file_fingerprint(f) != first and len(calls) == 2  # ctime moved: hashed again
+    edited = bytes_read()
+    assert fingerprints.file_fingerprint(f) != first  # ctime moved: hashed again
+    assert bytes_read() - edited >= size
 
 
 def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
@@ -100,6 +116,7 @@ def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
     assert converted_gguf(copy) == converted_gguf(g) and len(made) == 2  # a copy reuses the conversion
 
 
+@pytest.mark.integration
 def test_a_rebuilt_rest_datastore_is_another_configuration(tiny_folder, tmp_path, run_goose, store):
     """The datastore was not in the hash: rebuilding it at the same path resumed the old rows under one hash."""
     from tiny import byte_tokenizer
@@ -123,6 +140,7 @@ def test_a_rebuilt_rest_datastore_is_another_configuration(tiny_folder, tmp_path
     assert len({r["data_fingerprint"] for r in got}) == 2 and all(r["data_fingerprint"] for r in got)
 
 
+@pytest.mark.integration
 def test_a_greedy_run_with_another_seed_is_the_same_configuration(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", ["a b a b a b"])
     first, _ = run_goose(*tiny_args(tiny_folder, f, tmp_path / "res", "method=pld", "seed=0"))
@@ -228,6 +246,7 @@ def test_a_read_only_results_folder_is_one_line(tiny_folder, tmp_path):
         unmount(ro)
 
 
+@pytest.mark.integration
 def test_damaged_lines_are_never_rows_and_their_prompts_are_decoded_again(tiny_folder, tmp_path, run_goose):
     """A corrupted middle line was reported as rows of another configuration (config hash None), and a
     corrupted outputs line went unnoticed until the equality report crashed."""
@@ -253,6 +272,7 @@ def test_damaged_lines_are_never_rows_and_their_prompts_are_decoded_again(tiny_f
     assert set(OutputsFile(folder / "outputs.jsonl").read()) == {"p0", "p1", "p2", "p3"}
 
 
+@pytest.mark.integration
 def test_a_repeated_row_and_rows_not_asked_for_are_not_counted(tiny_folder, tmp_path, run_goose):
     f = jsonl(tmp_path / "p.jsonl", [f"z{i} = {i}\n" * 2 for i in range(3)])
     first, _ = run_goose(*tiny_args(tiny_folder, f, tmp_path / "res", "method=pld", "n_prompts=3"))
@@ -267,6 +287,7 @@ def test_a_repeated_row_and_rows_not_asked_for_are_not_counted(tiny_folder, tmp_
 
 
 # --- ids and files -----------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_ids_pandas_would_read_as_missing_stay_ids(tiny_folder, tmp_path, run_goose):
     """NA, null, None, nan, 007: three prompts once became one in the analysis, with exit 0."""
     from goose.analysis.artifacts import make

@@ -46,7 +46,9 @@ def test_ar_is_the_models_own_generate_past_the_window(windowed):
         assert generate(Engine(packed), p, Drafter(), 30).tokens == want
 
 
-@pytest.mark.parametrize("method", ["pld", "goose", "goose@auto", "tr", "lookahead", "suffix"])
+# GOOSE in the unit tier, the others in the integration tier
+@pytest.mark.parametrize("method", [pytest.param(m, marks=() if m == "goose" else pytest.mark.integration)
+                                    for m in ["pld", "goose", "goose@auto", "tr", "lookahead", "suffix"]])
 def test_every_method_is_ar_on_a_windowed_model(windowed, method):
     from goose.drafting.budget import AutoBudget, CostCurve
 

@@ -1,32 +1,26 @@
 """The command line: `goose-run` (or `python run.py`) model=... method=... benchmark=... budget=...
 
 No arguments: the demo (GOOSE vs AR on a few prompts, goose.demo). Otherwise Hydra composes the config
-from conf/ and every combination of a multirun (-m) is one run (goose.running.runner).
+from conf/ and every combination of a multirun (-m) is one run (goose.running.runner). What is refused before
+Hydra starts (an unknown setting, a launcher that would do nothing, a sweep with a bad job) is goose.preflight.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-import shutil
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from goose.errors import GooseError
 from goose.help import register as register_help
 from goose.paths import CONF
+from goose.preflight import launcher_options_refused, multirun, refused, user_folders
 from goose.running.runner import exit_status, run
 
 register_help()  # --help renders the YAML files' explanations
-
-
-def multirun(argv: list[str]) -> bool:
-    return "-m" in argv or "--multirun" in argv or any(a.lower() == "hydra.mode=multirun" for a in argv)
 
 
 def sweep_id() -> str:
@@ -43,12 +37,6 @@ def sweep_id() -> str:
 SWEEP_ID = sweep_id()
 
 
-def user_folders(entries) -> list[str]:
-    """The folders of a hydra.searchpath's file:// entries (a user's config folder may hold the drafter's .py
-    beside method/NAME.yaml: they go on sys.path)."""
-    return [e[len("file://"):] for e in entries if str(e).startswith("file://")]
-
-
 @hydra.main(config_path=str(CONF), config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
@@ -59,308 +47,6 @@ def hydra_main(cfg: DictConfig) -> None:
         sys.exit(status)
 
 
-# --- what is refused before Hydra starts ---------------------------------------------------------------
-INFO_FLAGS = ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i")  # Hydra prints, runs nothing
-SWEEP_JOBS_CHECKED = 16  # up to this many jobs, every combination is checked; in a larger sweep, every value
-
-
-def _launcher_arg(arg: str) -> bool:
-    return arg.lstrip("+~").startswith(("hydra/launcher=", "hydra.launcher."))
-
-
-def _launcher(argv: list[str]) -> str | None:
-    """The launcher the command line chooses (hydra/launcher=NAME), or None (Hydra's default, basic)."""
-    given = [a.split("=", 1)[1] for a in argv if a.lstrip("+").startswith("hydra/launcher=")]
-    return given[-1] if given else None
-
-
-def _searchpath_folders(argv: list[str]) -> list[str] | None:
-    """The folders hydra.searchpath=[file://...] adds, or None where an entry is not a folder (pkg://...)."""
-    folders: list[str] = []
-    for arg in argv:
-        if arg.lstrip("+").startswith("hydra.searchpath="):
-            entries = [x.strip(" '\"") for x in arg.split("=", 1)[1].strip("[]").split(",") if x.strip(" '\"")]
-            if not all(x.startswith("file://") for x in entries):
-                return None
-            folders += user_folders(entries)
-    return folders
-
-
-def _hydra_config(overrides: list[str]) -> DictConfig:
-    """The config with its `hydra` node (launcher, sweeper), composed in this process."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(str(CONF), version_base="1.3"):
-        return compose("config", overrides=overrides, return_hydra_config=True)
-
-
-def launcher_names(folders: list[str] = ()) -> list[str]:
-    """Every launcher hydra/launcher=NAME can choose: Hydra's own and its plugins', conf/hydra/launcher/*.yaml
-    and those of the folders given by hydra.searchpath."""
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from goose.paths import config_names
-
-    with initialize_config_dir(str(CONF), version_base="1.3"):
-        known = GlobalHydra.instance().config_loader().get_group_options("hydra/launcher")
-    return sorted({*known, *config_names("hydra/launcher", folders)})
-
-
-def launcher_name_refused(argv: list[str]) -> str | None:
-    """hydra/launcher=NAME naming no launcher, said in one line with the launchers there are."""
-    from goose.running.sections import close_match
-
-    name = _launcher(argv)
-    folders = _searchpath_folders(argv)
-    if name is None or folders is None or any(c in name for c in "()[]{}$,"):
-        return None
-    known = launcher_names(folders)
-    if name not in known:
-        return (f"hydra/launcher={name}: no such launcher{close_match(name, known)}; one of {', '.join(known)} "
-                "(hydra/launcher=slurm submits a sweep's jobs to SLURM: docs/slurm.md)")
-    return None
-
-
-def launcher_refused(argv: list[str]) -> str | None:
-    """A launcher given where it would do nothing, or could not: no such launcher; a launcher without -m (Hydra
-    applies it to multiruns only, so a single run would decode here with nothing submitted); the SLURM launcher
-    without sbatch on PATH."""
-    name = _launcher(argv)
-    if name is None:
-        return None
-    if (why := launcher_name_refused(argv)) is not None:
-        return why
-    if name != "basic" and not multirun(argv) and not any(a in INFO_FLAGS for a in argv):
-        return (f"hydra/launcher={name} launches the jobs of a multirun only: without -m this run would decode "
-                f"here and submit nothing. Add -m (python run.py -m ... hydra/launcher={name}) to "
-                f"{'submit it to SLURM' if 'slurm' in name else 'launch it'}, or drop hydra/launcher to run here")
-    if "slurm" in name and shutil.which("sbatch") is None:
-        return (f"hydra/launcher={name} submits each job with sbatch, which is not on PATH: run this on a "
-                "SLURM login node (docs/slurm.md), or drop hydra/launcher to run the sweep here")
-    return None
-
-
-def launcher_options_refused(argv: list[str]) -> str | None:
-    """A hydra.launcher.KEY=... that the chosen launcher does not take, in one line: an option of the SLURM
-    launcher given without it (hydra/launcher=slurm), or a misspelt one (with the close match). Kept apart
-    from `refused` (which checks a command with its launcher arguments left out, as tests/docs_commands.py
-    checks the docs' commands): main() asks both."""
-    from hydra.errors import HydraException
-
-    from goose.running.sections import close_match
-
-    for arg in argv:
-        if arg.lstrip("+~").startswith("hydra.launcher="):
-            value = arg.split("=", 1)[1]
-            return (f"{arg}: a launcher is chosen with a slash, not a dot: write hydra/launcher={value} "
-                    "(hydra/launcher=slurm submits a sweep's jobs to SLURM: docs/slurm.md)")
-    given = [a.lstrip("+~").split("=", 1) for a in argv if a.lstrip("+~").startswith("hydra.launcher.")]
-    keys = [k[len("hydra.launcher."):].split(".")[0] for k, *_ in given if k[len("hydra.launcher."):]]
-    if not keys:
-        return None
-    if (why := launcher_name_refused(argv)) is not None:
-        return why
-    name = _launcher(argv) or "basic"
-    try:
-        launcher = _hydra_config([f"hydra/launcher={name}"]).hydra.launcher
-        options = sorted(k for k in launcher if k != "_target_")
-        slurm = _hydra_config(["hydra/launcher=slurm"]).hydra.launcher if "slurm" not in name else {}
-    except HydraException:
-        return None  # Hydra alone can say what is wrong with this launcher's config
-    for key in keys:
-        if key in options:
-            continue
-        if key in slurm:
-            return (f"hydra.launcher.{key} is an option of the SLURM launcher, which this command does not choose: "
-                    "add -m and hydra/launcher=slurm to submit the sweep to SLURM (docs/slurm.md), or drop "
-                    f"hydra.launcher.{key} to run here")
-        takes = f"its options: {', '.join(options)}" if options else "it takes none"
-        return f"hydra.launcher.{key}: not an option of hydra/launcher={name}{close_match(key, options)}; {takes}"
-    return _launcher_types_refused(launcher, given)
-
-
-def _launcher_types_refused(launcher: DictConfig, given: list[list[str]]) -> str | None:
-    """A launcher option given a value of the wrong type (hydra.launcher.gpus_per_node=two), in one line naming
-    the option and the type it takes, as the launcher's own config (a dataclass) would refuse it."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException, ValidationError
-
-    for key, *value in given:
-        option = key[len("hydra.launcher."):]
-        if not value or "." in option or option not in launcher:
-            continue
-        try:
-            parsed = OverridesParser.create().parse_override(f"{key}={value[0]}")
-            if parsed.is_sweep_override():
-                continue
-            launcher[option] = parsed.value()
-        except ValidationError as e:
-            said = str(e).splitlines()[0]
-            return (f"{key}={value[0]}: the launcher's option {option} takes a value of type "
-                    f"{said.rsplit(' ', 1)[-1]} ({said})")
-        except (HydraException, OmegaConfBaseException, ValueError):
-            continue  # Hydra alone can say what is wrong with it
-    return None
-
-
-def _sweep_jobs(argv: list[str]) -> tuple[list[list[str]], list[str]] | None:
-    """(the jobs to check, each its overrides as Hydra composes it; the swept keys) of a multirun: its
-    command-line sweeps and the experiment's (hydra.sweeper.params), split as Hydra's basic sweeper splits them.
-    Every combination when there are at most SWEEP_JOBS_CHECKED, else the first and each other value of each
-    swept key with the others at their first. None where Hydra alone can say what is wrong (it then does)."""
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    args = [a for a in argv if not a.startswith("-") and "=" in a and not _launcher_arg(a)
-            and a.lower() != "hydra.mode=multirun"]
-    try:
-        parser = OverridesParser.create()
-        fixed = [o.input_line for o in parser.parse_overrides(args) if not o.is_sweep_override()]
-        params = _hydra_config(fixed).hydra.sweeper.params or {}
-        lines = [f"{k}={v}" for k, v in params.items()] + args
-        with initialize_config_dir(str(CONF), version_base="1.3"):
-            parsed = OverridesParser.create(GlobalHydra.instance().config_loader()).parse_overrides(lines)
-            values: dict[str, list[str]] = {}
-            for o in parsed:
-                key = o.get_key_element()
-                if o.is_sweep_override():
-                    if not o.is_discrete_sweep():
-                        return None
-                    values[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
-                else:
-                    values[key] = [f"{key}={o.get_value_element_as_str()}"]
-    except (HydraException, OmegaConfBaseException, ValueError):
-        return None
-    swept = [k for k, v in values.items() if len(v) > 1]
-    lists = list(values.values())
-    total = 1
-    for v in lists:
-        total *= len(v)
-    if total <= SWEEP_JOBS_CHECKED:
-        return [list(job) for job in itertools.product(*lists)], swept
-    first = [v[0] for v in lists]
-    jobs = [first]
-    for i, v in enumerate(lists):
-        jobs += [[*first[:i], other, *first[i + 1:]] for other in v[1:]]
-    return jobs, swept
-
-
-def _check_job(cfg: DictConfig, remote: bool):
-    """What a job checks before it loads anything: its run spec (RunSpec.from_config, the same parsers)
-    and whether its method can take budget=auto (as goose.running.registry.make_drafter asks, from the drafter's class:
-    no drafter is built here, REST's would load its datastore). `remote`: the job runs on another machine
-    (SLURM), so this one's devices are not asked (the job's settings are checked as on a CPU: only more
-    leniently)."""
-    from omegaconf import OmegaConf
-
-    from goose.running.runner import checked_spec
-    from goose.running.spec import DeviceError, RunSpec
-
-    if remote:
-        try:
-            spec = RunSpec.from_config(cfg)
-        except DeviceError:
-            spec = RunSpec.from_config({**OmegaConf.to_container(cfg, resolve=True), "device": "cpu"})
-    else:
-        spec = checked_spec(cfg)
-    if spec.budget.auto and not spec.method.cls.capabilities.auto_budget:
-        raise GooseError(f"method '{spec.method.name}' does not support budget=auto (it cannot prune its drafts); "
-                         "give a number of nodes, e.g. budget=60.")
-    return spec
-
-
-def _check_inputs(spec, seen: set) -> None:
-    """What a job reads before it decodes, each value once: its model path (model=hf/gguf, as identify_model
-    checks it, without fingerprinting the weights), its benchmark file (benchmark.path: its prompts loaded, as the
-    job loads them) and, with chat_template=true, the chat template of a model folder's tokenizer."""
-    from goose.benchmarks.prompts import load_benchmark
-    from goose.models.loading import TOKENIZER_FILES, _is_gguf, identify_model
-    from goose.running.inputs import check_chat_template
-
-    model, bench = spec.model, spec.benchmark
-    path = Path(os.path.expanduser(str(model.path))).resolve() if model.path else None
-    if model.source in ("hf", "gguf") and ("model", model.source, path) not in seen:
-        if model.source == "gguf":
-            ok = path is not None and path.is_file() and _is_gguf(path)
-        else:
-            ok = path is not None and (path / "config.json").is_file() and any((path / f).is_file()
-                                                                              for f in TOKENIZER_FILES)
-        if not ok:
-            identify_model(model)  # says what is wrong (before it would fingerprint anything)
-        seen.add(("model", model.source, path))
-    if bench.path and ("benchmark", bench.name, bench.path, bench.turns) not in seen:
-        load_benchmark(bench, spec.data_dir)
-        seen.add(("benchmark", bench.name, bench.path, bench.turns))
-    if spec.chat_template and model.source == "hf" and ("chat", path) not in seen:
-        from transformers import AutoTokenizer
-
-        try:
-            tok = AutoTokenizer.from_pretrained(str(path))
-        except (OSError, ValueError):
-            return  # the job says it
-        check_chat_template(tok, True, f"model '{path.name}' ({path})")
-        seen.add(("chat", path))
-
-
-def sweep_refused(argv: list[str]) -> str | None:
-    """A multirun's first bad job, before any starts: each job's config composed as Hydra will compose it and
-    checked as the job checks it (`_check_job`), so a typo in a swept value (budget=60,3O, dtype=bfloat16,fp16)
-    stops the sweep at once instead of when its job comes, after the jobs before it ran."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-
-    if any(a.startswith("-") and a not in ("-m", "--multirun") for a in argv):
-        return None  # --cfg, --config-dir, ...: Hydra's own flags, not a sweep of jobs to check here
-    if (folders := _searchpath_folders(argv)) is None or (found := _sweep_jobs(argv)) is None:
-        return None
-    jobs, swept = found
-    if not swept:
-        return None  # one job: it checks itself, first
-    sys.path.extend(folders)  # a user's drafter beside its YAML, as hydra_main adds it
-    name = _launcher(argv) or "basic"
-    seen: set = set()
-    with initialize_config_dir(str(CONF), version_base="1.3"):
-        for job in jobs:
-            try:
-                cfg = compose("config", overrides=job)
-            except HydraException:
-                return None  # Hydra says it, before any job starts
-            try:
-                spec = _check_job(cfg, remote="slurm" in name)
-                if "slurm" not in name:  # a SLURM job's paths are its node's: it checks them itself
-                    _check_inputs(spec, seen)
-            except GooseError as e:
-                which = ", ".join(o for o in job if o.split("=", 1)[0] in swept)
-                return f"the sweep's job {which}: {e} No job was started: fix the sweep and run it again"
-    return None
-
-
-def experiment_refused(argv: list[str]) -> str | None:
-    """+experiment=NAME naming no conf/experiment/NAME.yaml (nor one in a folder given by hydra.searchpath), said
-    in one line with the close match, before Hydra prints its config search path."""
-    from goose.paths import config_names
-    from goose.running.sections import close_match
-
-    folders = _searchpath_folders(argv)
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        if key.lstrip("+~") != "experiment" or key.startswith("~") or folders is None or not value:
-            continue
-        if any(c in value for c in "()[]{}$"):
-            continue
-        known = config_names("experiment", folders)
-        for choice in value.split(","):
-            if choice not in known:
-                return (f"+experiment={choice}: no such experiment{close_match(choice, known)}; one of "
-                        f"{', '.join(known)} (conf/experiment/, or a folder given by hydra.searchpath)")
-    return None
-
-
 def drafter_overrides(argv: list[str]) -> list[str]:
     """`method.drafter.KEY=VALUE` (docs/running.md, docs/adding.md) as Hydra takes it whether or not the method's
     YAML names KEY: `++method.drafter.KEY=VALUE` (add or override). A KEY that is no field of the method's Config
@@ -368,32 +54,8 @@ def drafter_overrides(argv: list[str]) -> list[str]:
     return [f"++{a}" if a.startswith("method.drafter.") and "=" in a else a for a in argv]
 
 
-def refused(argv: list[str]) -> str | None:
-    """What is wrong with the command line before Hydra sees it: an unknown setting (Hydra would advise
-    `+key=value`), a launcher that would do nothing (`launcher_refused`), a multirun whose results_dir cannot be
-    written (Hydra writes multirun.yaml there), or a multirun with a bad value in a job (`sweep_refused`)."""
-    from goose.running.spec import unknown_choice, unknown_override
-    from goose.storage.durable import writable_dir
-
-    if (unknown := unknown_override(argv)) is not None:
-        return unknown
-    if (unknown := unknown_choice(argv)) is not None:
-        return unknown
-    if (unknown := experiment_refused(argv)) is not None:
-        return unknown
-    if (why := launcher_refused(argv)) is not None:
-        return why
-    if multirun(argv):
-        given = [a.split("=", 1)[1] for a in argv if a.startswith("results_dir=")]
-        try:
-            writable_dir(Path(given[-1] if given else "results"), probe=True)
-        except GooseError as e:
-            return str(e)
-        return sweep_refused(argv)
-    return None
-
-
 def main() -> None:
+    """goose-run: refuse a bad command line in one line (goose.preflight), else the demo or Hydra's run(s)."""
     argv = sys.argv[1:] = drafter_overrides(sys.argv[1:])
     if (why := launcher_options_refused(argv) or refused(argv)) is not None:
         print(f"error: {why}", file=sys.stderr)

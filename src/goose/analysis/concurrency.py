@@ -1,6 +1,6 @@
 """Speedup against concurrency: every configuration's rows at each concurrency, against batched AR at the same
-concurrency (the rows' speedups divide by it: goose.running.batch_timing), with aggregate throughput, time per output
-token and how many requests were exact, numerics or diverged against unbatched AR."""
+concurrency (the rows' speedups divide by it: goose.running.timing.BatchTimer), with aggregate throughput, time per
+output token and how many requests were exact, numerics or diverged against unbatched AR."""
 
 from __future__ import annotations
 

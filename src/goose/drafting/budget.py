@@ -28,14 +28,14 @@ if TYPE_CHECKING:
 
 DEFAULT_WIDTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 # Under budget=auto a drafter builds its tree at this budget, then prunes it. Wider than any fixed budget pays
-# on a CPU, so a long copied run is there to keep when it holds (SmolLM2, 512 tokens, real trees: GOOSE 4.18x
-# AR built at 60, 4.25x at 128; 128 tokens: 2.175 -> 2.197x; PLD and SuffixDecoding unchanged).
+# on a CPU, so a long copied run is there to keep when it holds (measured: docs/results/speed.md, "Built wider
+# before pruning").
 AUTO_BUILD_NODES = 128
 # Part of a cached cost profile's name: raised whenever the engine or a backend changes what a forward costs
 # (2: the in-place KV cache and prepacked's grouped-head attention), so no curve of older code is reused.
 COST_PROFILE_VERSION = 2
-# Contexts the curve is measured after: attention over a longer prefix makes every node dearer (SmolLM2 on 2 CPU
-# cores: 1 node +15%, 64 nodes +40% at 1024 against 256), so a long answer's pruner reads its own context's curve.
+# Contexts the curve is measured after: attention over a longer prefix makes every node dearer (by how much:
+# docs/results/speed.md, "Numbers behind constants"), so a long answer's pruner reads its own context's curve.
 CURVE_CONTEXTS = (256, 1024)
 
 
@@ -118,8 +118,8 @@ class AcceptanceModel:
     - A copied chain node: by its chain score and how long the span it continues has held (the match before
       the chain plus the chain above the node; its depth when the drafter does not say), in buckets doubling
       in width. The longer a copy has held, the likelier it holds once more: the prior is Laplace's rule of
-      succession, (h + 1) / (h + 2) after h tokens (on SmolLM2's spine: 0.83 measured at depth 1, where h is
-      about 4; 0.92 at depths 4-7; 0.98 beyond 24), so deep nodes are not judged by shallow ones' evidence.
+      succession, (h + 1) / (h + 2) after h tokens (what SmolLM2's spine accepted per depth: docs/results/speed.md,
+      "At the paper's lengths the pruner matters more"), so deep nodes are not judged by shallow ones' evidence.
     - Exploration: a source judged on a few early rejections must not be locked out for the rest of the
       prompt, yet once pruned it gathers no more evidence. So evidence fades by DECAY for every verified step
       in which its key went unobserved: a pruned source's estimate drifts back to its prior until it is tried

@@ -25,6 +25,7 @@ class Capabilities:
     trace: bool = False  # can record one dict per verification step (trace=true)
     memory: bool = False  # memory=run: keeps state across prompts, so a row depends on the prompts before it
     tokenizer_bound: bool = False  # holds token ids of its own (a datastore): handed the tokenizer (bind_tokenizer)
+    autoregressive: bool = False  # AR itself (goose.methods.ar): its rows are AR's own timing, no AR run beside it
 
 
 @dataclass(frozen=True)
@@ -115,10 +116,15 @@ def data_paths(config) -> dict[str, str]:
 
 
 class Drafter:
-    """Base class and the AR drafter (a one-node draft: just the root).
+    """The drafter contract, with the default of every member (the base proposes a one-node draft: just the root).
 
-    A drafter sees only token ids. Subclasses set `Config` and `capabilities`, and implement
-    `propose` and, when they learn from verification, `accepted`.
+    A drafter sees only token ids. A method sets `name`, `Config` and `capabilities` and implements `propose`;
+    everything else has a default that does nothing. The core is called for every request, alone or in a batch:
+    `start`, `propose`, `origins`, `accepted`, `stop`, `stats`. The optional parts are called only where the run
+    or `capabilities` asks: concurrency > 1 (`spawn`, `share_with`, `skipped`), memory=run (`save_memory`,
+    `restore_memory`), budget=auto (`enable_auto_budget`, `sized_by_batch`), trace=true (`enable_trace`,
+    `take_trace`), token data of its own (`bind_tokenizer`). docs/engine.md tabulates every member
+    (tests/test_contract_table.py keeps the table whole).
     """
 
     name = "ar"
@@ -128,28 +134,33 @@ class Drafter:
     def __init__(self, config=None, **overrides):
         self.config = configure(self.Config, config, overrides)
 
+    # --- the core: every request, alone (goose.running.loop) or in a batch (goose.running.batch_loop) ----------
     def start(self, context: list[int], prefill: Verification) -> None:
         """A new prompt: `context` is prompt + the first generated token (the root). `prefill`
         carries every prompt position's top-k when capabilities.harvest_prefill."""
 
     def propose(self, context: list[int]) -> Draft:
+        """The draft to verify; node 0 is the root, `context[-1]`."""
         return Draft([context[-1]], [-1])
+
+    def origins(self, path: list[int]) -> list[str]:
+        """Where the accepted nodes `path[1:]` of the draft just verified came from (one source name
+        each), told before `accepted`; tree drafters name their node sources."""
+        return ["draft"] * (len(path) - 1)
 
     def accepted(self, result: Verification, context: list[int]) -> None:
         """After each verify: `result.path` indexes the proposed draft; `context` already holds
         the committed tokens (accepted nodes and the bonus)."""
 
-    def skipped(self, context: list[int]) -> None:
-        """A step verified without a draft of this drafter (a batch that drafts nothing while no width pays):
-        `context` already holds the committed token. No propose, no `accepted` for it."""
-
     def stop(self) -> None:
-        """The request is done: nothing more will be committed (SuffixDecoding files its response)."""
+        """The request is done: nothing more will be committed (SuffixDecoding files its response, which the
+        requests after it see under memory=run)."""
 
     def stats(self) -> dict:
         """Per-prompt counters for the results row (plain numbers or strings)."""
         return {}
 
+    # --- concurrency > 1: one drafter per request in flight -------------------------------------------------
     def spawn(self) -> Drafter:
         """A drafter for another request decoded beside this one (concurrency > 1): the same configuration
         and fresh per-request state, sharing what is kept across prompts under memory=run and read-only data
@@ -159,14 +170,23 @@ class Drafter:
         return other
 
     def share_with(self, other: Drafter) -> None:
-        """Hand `other` (a fresh drafter of this class) what the requests in flight share."""
+        """Hand `other` (a fresh drafter of this class) what the requests in flight share: under memory=run
+        what is kept across prompts (tests/test_contract.py checks that a spawned drafter sees it)."""
 
-    def origins(self, path: list[int]) -> list[str]:
-        """Where the accepted nodes `path[1:]` of the draft just verified came from (one source name
-        each), told before `accepted`; tree drafters name their node sources."""
-        return ["draft"] * (len(path) - 1)
+    def skipped(self, context: list[int]) -> None:
+        """A step verified without a draft of this drafter (a batch that drafts nothing while no width pays):
+        `context` already holds the committed token. No propose, no `accepted` for it."""
 
-    # --- optional parts, offered through `capabilities` ----------------------------------
+    # --- memory=run (capabilities.memory) ------------------------------------------------------------------
+    def save_memory(self):
+        """memory=run: a copy of what is kept across prompts, taken before a prompt so that its timed
+        repeats (and a benchmark's passes) each start from the state a single run gives it."""
+        return None
+
+    def restore_memory(self, saved) -> None:
+        """Put back a state from `save_memory`."""
+
+    # --- budget=auto (capabilities.auto_budget) ------------------------------------------------------------
     def enable_auto_budget(self, auto) -> None:
         """budget=auto: an `AutoBudget` that prunes every draft (capabilities.auto_budget)."""
         raise GooseError(f"method '{self.name}' does not support budget=auto; give a number of nodes.")
@@ -176,6 +196,7 @@ class Drafter:
         """budget=auto in a batch: drafts carry gains and the batch decides what is verified (and harvested)."""
         return False
 
+    # --- trace=true (capabilities.trace) -------------------------------------------------------------------
     def enable_trace(self) -> None:
         """Record one dict per step until `take_trace` (capabilities.trace)."""
 
@@ -183,19 +204,7 @@ class Drafter:
         """The steps recorded since the last call, and start a new record."""
         return []
 
+    # --- token data of its own (capabilities.tokenizer_bound) ----------------------------------------------
     def bind_tokenizer(self, tokenizer, model_name: str) -> None:
         """Once the model is loaded (capabilities.tokenizer_bound): a drafter with token data of its own
         refuses another vocabulary, or builds its default data with this tokenizer on first use."""
-
-    def save_memory(self):
-        """memory=run: a copy of what is kept across prompts, taken before a prompt so that its timed
-        repeats (and a benchmark's passes) each start from the state a single run gives it."""
-        return None
-
-    def restore_memory(self, saved) -> None:
-        """Put back a state from `save_memory`."""
-
-
-def autoregressive(drafter: Drafter) -> bool:
-    """Proposes nothing but the root: its rows are AR's own timing (no AR run beside it)."""
-    return type(drafter).propose is Drafter.propose

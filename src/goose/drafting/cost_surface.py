@@ -51,16 +51,15 @@ class CostSurface:
 
 
 # What drafting costs a request per step beside the forward (proposing, harvesting, the prompt's top-k spread
-# over its steps), as a share of one request's one-node forward: measured on SmolLM2 on 2 CPU cores at concurrency
-# 16 as 0.4-0.5 ms per request-step against 27.6 ms (docs/results/concurrency.md). At one request it is noise;
-# at 16 a request's share of AR's forward is 3 ms, and it decides whether drafting pays.
+# over its steps), as a share of one request's one-node forward (what was measured: docs/results/concurrency.md,
+# "A batch that stops drafting where no width pays"). At one request it is noise; at 16 a request's share of AR's
+# forward is a sixteenth of it, and it decides whether drafting pays.
 DRAFT_OVERHEAD = 0.02
 
 
 # A packed forward (goose.engine.packed) computes every node once, but attention still reads the rows padded to the
-# widest draft. Measured on SmolLM2 on 2 CPU cores at 16 rows: at context 256 a padding query costs about a tenth
-# of a node (2 rows of 16 nodes and 14 of one: 2.1-2.2x the one-node forward; 16 rows of 3: 1.7x), and in the
-# bench's own steps (contexts up to 600, up to 34 nodes in the widest row) 0.23-0.34 of a node. The latter is kept.
+# widest draft: a padding query costs a share of a node, more at longer contexts; the share measured in the bench's
+# own steps is kept (docs/results/concurrency.md, "The previous full run", item 1).
 PADDING_SHARE = 0.25
 
 
@@ -108,10 +107,8 @@ def choose_widths(gains: list[list[float]], cost, requests: int, overhead_s: flo
 
 
 # What a prompt's harvest (its top-k at every position, seeding an adjacency table) is worth in a batch. Its tau
-# gain (3-5% in the paper's ablations; 2.12 against 2.05 at concurrency 4 here) comes with the branch nodes it
-# adds, which a batch pays for. Measured on SmolLM2 at concurrency 4, where a 128-token request's harvest is about
-# 1.7% of its share of the forwards: throughput 3% higher without it, in 5 of 5 interleaved pairs (2026-12-03;
-# 5% in an earlier A/B); with this 1% share against the former 3%, 3% faster in 2 of 2. Alone (0.5%) it pays.
+# gain comes with the branch nodes it adds, which a batch pays for: alone a harvest pays, at concurrency 4 it did
+# not; this share lies between the two (measured: docs/results/concurrency.md, the 2026-12-03 run; docs/concurrency.md).
 HARVEST_SHARE = 0.01
 
 
@@ -152,7 +149,7 @@ class Calibration:
 
 
 # Every width up to 8 is measured: a batch verifies few nodes per request, and on a CPU the cost is far from
-# linear between 2 and 4 (16 rows of 3 nodes cost 1.73x one node, where the line from 2 to 4 says 1.54x).
+# linear between 2 and 4 (docs/results/concurrency.md, "Every width measured").
 # SURFACE_VERSION is part of a cached surface's name: raised when what is measured changes (3: widths timed
 # as ratios to the one-node forward right before them; 4: rows packed, goose.engine.packed; 5: the prompt harvest;
 # 6: node counts bucketed).
@@ -175,10 +172,9 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
     every pair takes its turn in every round (after a warm-up round). `engine` is a goose.engine.batched.BatchEngine
     with room for max(rows) requests; it is left empty.
 
-    Why pairs: this machine's speed drifts by a third within a minute (16 rows of one node: 55-85 ms over four
-    rounds), while the ratio of a width to the one-node forward next to it holds (1.96-2.16 at 4 nodes), and
-    budget=auto compares widths for the same rows, so the ratio is what must be right. Timed apart, the surface
-    said 1.69 where the batch's own steps took 2.17."""
+    Why pairs: a machine's speed drifts within a minute while the ratio of a width to the one-node forward next to
+    it holds, and budget=auto compares widths for the same rows, so the ratio is what must be right (measured:
+    docs/results/concurrency.md, "The issue's command after a paired cost surface")."""
     import time
 
     from goose.engine.backends import synchronize

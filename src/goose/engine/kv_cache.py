@@ -71,6 +71,11 @@ class InPlaceLayer(DynamicLayer):
     def get_seq_length(self) -> int:
         return self.length
 
+    @property
+    def capacity(self) -> int:
+        """Positions the buffer holds before it must grow (0 before the first update)."""
+        return 0 if self._k is None else self._k.shape[-2]
+
     def crop(self, tokens_to_remove: int) -> None:
         if tokens_to_remove > 0:
             raise ValueError(f"crop takes a negative count of tokens to remove (got {tokens_to_remove}).")

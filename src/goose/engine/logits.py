@@ -20,8 +20,8 @@ def topk_rows(x: torch.Tensor, k: int, block: int | None = None) -> tuple[torch.
     largest maxima, and only those k * block candidates are ranked. The k largest values
     always lie in those blocks: the chosen blocks hold k values >= the smallest chosen
     maximum, and no skipped block holds a value above it. Like `topk`, the order among
-    equal values is unspecified (see `greedy_from_topk`). About 5x faster than `topk` for
-    60 x 49k on CPU; GPUs keep `topk`.
+    equal values is unspecified (see `greedy_from_topk`). Faster than `topk` over a big
+    vocabulary on a CPU (docs/results/speed.md, "Numbers behind constants"); GPUs keep `topk`.
     """
     block = block or TOPK_BLOCK
     T, V = x.shape

@@ -52,8 +52,8 @@ class Packing:
 
 def bucket(tokens: int) -> int:
     """`tokens` rounded up to a multiple of 8 above 16 (of 32 above 128): oneDNN builds its kernels per shape, and a
-    forward of a size not seen before costs about half again (a 16-row forward of 53 nodes: the MLPs 1.75 ms the
-    first time, 1.0 ms after), so a batch whose node count changes every step keeps to a few sizes."""
+    forward of a size not seen before costs more (measured: docs/results/concurrency.md, "The previous full run",
+    item 3), so a batch whose node count changes every step keeps to a few sizes."""
     if tokens <= 16:
         return tokens
     step = 8 if tokens <= 128 else 32

@@ -2,7 +2,7 @@
 
 Context-matched tokens (accepted often) form one deep chain, the spine; adjacency guesses
 (accepted rarely) fan out as wide, shallow branches off the root and the spine nodes.
-See ../shared/docs/goose-method.md for the algorithm and its hyperparameters.
+The algorithm and its hyperparameters: docs/method.md (the paper: arXiv 2604.02047).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 joins the next verification. Every request gets its own drafter (`Drafter.spawn`: what memory=run keeps is
 shared by the requests in flight, and drafters are told their results in row order, so a run repeats
 exactly). Each request returns exactly the tokens it returns alone, up to the last bits of a batched forward
-(goose.storage.equality says which differences are numerics).
+(goose.storage.equality says which differences are numerics). A request's step after its verification is the
+single-request loop's (goose.running.loop.Flight); what is the batch's own here is admission, the pause and the
+widths.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from goose.engine.draft import Draft
 from goose.engine.logits import non_finite
 from goose.engine.sampling import Sampling
 from goose.errors import NonFiniteLogits
-from goose.running.loop import BONUS, Generation, commit
+from goose.running.loop import Flight, Generation
 
 RESERVED_DRAFT = 128  # nodes of draft a batch's buffers hold room for up front (a wider one still fits: they grow)
 
@@ -81,15 +83,6 @@ class Pause:
             self.length = self.MIN_STEPS
 
 
-@dataclass
-class _Flight:
-    index: int
-    request: Request
-    gen: Served
-    context: list[int]
-    sampler: object
-
-
 def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozenset[int] = frozenset(),
                  sampling: Sampling | None = None, cost=None) -> tuple[list[Served], float]:
     """Decode `requests`, up to `engine.rows` at once, in order of admission (the list's). `cost`: the cost
@@ -101,17 +94,16 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
     t0 = time.perf_counter()
     now = lambda: time.perf_counter() - t0  # noqa: E731
     queue = deque(enumerate(requests))
-    flights: list[_Flight] = []  # row order: flights[r] is in row r
+    flights: list[Flight] = []  # row order: flights[r] is in row r
     out: list[Served | None] = [None] * len(requests)
     calibration = Calibration()
     pause = Pause()
 
-    def done(f: _Flight) -> None:
-        f.request.drafter.stop()
-        f.gen.done_s = now()
-        f.gen.wall_s = f.gen.done_s - f.gen.admitted_s
-        f.gen.stats = f.request.drafter.stats()
-        out[f.index] = f.gen
+    def done(f: Flight) -> None:
+        gen = f.finish()
+        gen.done_s = now()
+        gen.wall_s = gen.done_s - gen.admitted_s
+        out[f.index] = gen
 
     while queue or flights:
         while queue and engine.active < engine.rows:  # fill every free row
@@ -126,12 +118,9 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
                 _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
             except NonFiniteLogits as e:
                 raise non_finite(f"the prefill forward of request {i} (row {e.row})", engine.dtype, e.row, []) from None
-            first, finished = commit([pre.bonus], req.max_new_tokens, stop_ids)
-            gen = Served(tokens=first, steps=1, wall_s=0.0, origins=[BONUS] * len(first), margins=pre.margins[:1],
-                         runners_up=pre.runners_up[:1], gaps=pre.gaps[:1], admitted_s=admitted, first_token_s=now())
-            f = _Flight(i, req, gen, list(req.prompt) + first, sampler)
-            req.drafter.start(f.context, pre)
-            if finished:
+            f = Flight(req.prompt, req.drafter, req.max_new_tokens, stop_ids, pre, sampler, kind=Served, index=i,
+                       profile=engine.profile, admitted_s=admitted, first_token_s=now())
+            if f.done:
                 engine.release(engine.active - 1)
                 done(f)
             else:
@@ -140,7 +129,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
             continue
         drafting = pause.drafts(len(flights))
         if drafting:
-            drafts = [f.request.drafter.propose(f.context) for f in flights]
+            drafts = [f.propose() for f in flights]
         else:  # no width paid at the last look: AR's step, and no drafter is asked or told anything
             drafts = [Draft([f.context[-1]], [-1]) for f in flights]
         widths = None
@@ -149,7 +138,7 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
                                    DRAFT_OVERHEAD * cost(1, 1))
             if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
                 pause.decided(max(widths), len(drafts))
-        topk = flights[0].request.drafter.capabilities.topk if drafting else 0
+        topk = flights[0].drafter.capabilities.topk if drafting else 0
         try:
             results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
         except NonFiniteLogits as e:  # the run stops: which request, and what it had committed before
@@ -158,27 +147,12 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
                              f"verification {f.gen.steps})", engine.dtype, e.row, list(f.gen.tokens)) from None
         finished_rows = []
         for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
-            g = f.gen
-            g.steps += 1
-            g.widths.append(res.width)
             if widths is not None:
-                g.widths_chosen.append(widths[r])
+                f.gen.widths_chosen.append(widths[r])
                 calibration.observe(d.gains, widths[r], len(res.path))
             elif not drafting:
-                g.widths_chosen.append(1)  # paused: AR's step
-            new = [d.tokens[i] for i in res.path[1:]] + [res.bonus]
-            new, finished = commit(new, f.request.max_new_tokens - len(g.tokens), stop_ids)
-            g.origins.extend([*(f.request.drafter.origins(res.path) if drafting else []), BONUS][: len(new)])
-            g.margins.extend(res.margins[: len(new)])
-            g.runners_up.extend(res.runners_up[: len(new)])
-            g.gaps.extend(res.gaps[: len(new)])
-            g.tokens.extend(new)
-            f.context.extend(new)
-            if drafting:
-                f.request.drafter.accepted(res, f.context)
-            else:
-                f.request.drafter.skipped(f.context)
-            if finished:
+                f.gen.widths_chosen.append(1)  # paused: AR's step
+            if f.advance(d, res, drafting):
                 finished_rows.append(r)
         for r in sorted(finished_rows, reverse=True):  # the last row moves into a freed one
             f = flights[r]

@@ -1,14 +1,18 @@
-"""The decode loop: a drafter proposes, the engine verifies, the drafter is told the result."""
+"""The decode loop: a drafter proposes, the engine verifies, the drafter is told the result.
+
+`Flight` is one request being decoded and `Flight.advance` the step after a verification (commit, bookkeeping,
+what the drafter is told), written once for both loops: `generate` here (one prompt on the single-request
+engine, the bit-exact reference) and goose.running.batch_loop.decode_batch (many requests in one forward)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
-import torch
-
 from goose.drafting.contract import Drafter
-from goose.engine.sampling import Sampling
+from goose.engine.backends import synchronize
+from goose.engine.draft import Draft, Verification
+from goose.engine.sampling import Sampler, Sampling
 from goose.engine.single import Engine
 from goose.errors import NonFiniteLogits
 
@@ -55,11 +59,6 @@ class Generation:
         return len(self.tokens) / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def _sync(engine: Engine) -> None:
-    if engine.device.type == "cuda":
-        torch.cuda.synchronize(engine.device)
-
-
 def commit(new: list[int], room: int, stop_ids: frozenset[int]) -> tuple[list[int], bool]:
     """Cut `new` at the first stop token (kept) and at `room` tokens; say whether to stop."""
     out = []
@@ -68,6 +67,62 @@ def commit(new: list[int], room: int, stop_ids: frozenset[int]) -> tuple[list[in
         if t in stop_ids:
             return out, True
     return out, len(out) >= room
+
+
+class Flight:
+    """One request in flight: its drafter, its generation so far and its context. Made from its prefill (the first
+    token committed, the drafter started); each verification then `advance`s it, until `done`; `finish` stops
+    the drafter. `profile`: time the drafter's work (Generation.draft_s)."""
+
+    def __init__(self, prompt: list[int], drafter: Drafter, limit: int, stops: frozenset[int], prefill: Verification,
+                 sampler: Sampler | None = None, kind: type[Generation] = Generation, index: int = 0,
+                 profile: bool = False, **times: float):
+        self.drafter, self.limit, self.stops, self.sampler = drafter, limit, stops, sampler
+        self.index, self.profile = index, profile  # index: the request's place in its batch
+        tokens, self.done = commit([prefill.bonus], limit, stops)
+        n = len(tokens)
+        self.gen = kind(tokens=tokens, steps=1, wall_s=0.0, origins=[BONUS] * n, margins=prefill.margins[:n],
+                        runners_up=prefill.runners_up[:n], gaps=prefill.gaps[:n], **times)
+        self.context = list(prompt) + tokens
+        drafter.start(self.context, prefill)
+
+    def propose(self) -> Draft:
+        t = time.perf_counter() if self.profile else 0.0
+        draft = self.drafter.propose(self.context)
+        if self.profile:
+            self.gen.draft_s += time.perf_counter() - t
+        return draft
+
+    def advance(self, draft: Draft, res: Verification, drafted: bool = True) -> bool:
+        """Commit what the verification of `draft` accepted and its bonus, keep each token's origin and margins,
+        tell the drafter (`skipped` where the step drafted nothing for it: a paused batch); returns `done`."""
+        g = self.gen
+        g.steps += 1
+        g.widths.append(res.width)
+        g.forward_s += res.forward_s
+        g.overhead_s += res.overhead_s
+        new = [draft.tokens[i] for i in res.path[1:]] + [res.bonus]
+        new, self.done = commit(new, self.limit - len(g.tokens), self.stops)
+        g.origins.extend([*(self.drafter.origins(res.path) if drafted else []), BONUS][: len(new)])
+        g.margins.extend(res.margins[: len(new)])
+        g.runners_up.extend(res.runners_up[: len(new)])
+        g.gaps.extend(res.gaps[: len(new)])
+        g.tokens.extend(new)
+        self.context.extend(new)
+        t = time.perf_counter() if self.profile else 0.0
+        if drafted:
+            self.drafter.accepted(res, self.context)
+        else:
+            self.drafter.skipped(self.context)
+        if self.profile:
+            g.draft_s += time.perf_counter() - t
+        return self.done
+
+    def finish(self) -> Generation:
+        """The request is done: the drafter stops (SuffixDecoding files its response) and gives its counters."""
+        self.drafter.stop()
+        self.gen.stats = self.drafter.stats()
+        return self.gen
 
 
 def generate(
@@ -80,7 +135,7 @@ def generate(
 ) -> Generation:
     """Speculative decoding of one prompt; returns exactly the tokens AR decoding returns: greedy, or
     AR sampling with the same settings and seed (`sampling`, see goose.engine.sampling)."""
-    _sync(engine)
+    synchronize(engine.device)
     t0 = time.perf_counter()
     caps = drafter.capabilities
     sampler = sampling.for_prompt(prompt) if sampling is not None else None
@@ -89,42 +144,18 @@ def generate(
     except NonFiniteLogits as e:
         e.tokens = []
         raise
-    out, done = commit([pre.bonus], max_new_tokens, stop_ids)
-    first = time.perf_counter() - t0  # the bonus is a host int: the prefill has finished on any device
-    context = list(prompt) + out
-    drafter.start(context, pre)
-    gen = Generation(tokens=out, steps=1, wall_s=0.0, origins=[BONUS] * len(out), margins=pre.margins[: len(out)],
-                     runners_up=pre.runners_up[: len(out)], gaps=pre.gaps[: len(out)], first_token_s=first)
-    profile = engine.profile
-    while not done:
-        t1 = time.perf_counter() if profile else 0.0
-        draft = drafter.propose(context)
-        if profile:
-            gen.draft_s += time.perf_counter() - t1
+    # the bonus is a host int: the prefill has finished on any device
+    f = Flight(prompt, drafter, max_new_tokens, stop_ids, pre, sampler, profile=engine.profile,
+               first_token_s=time.perf_counter() - t0)
+    while not f.done:
+        draft = f.propose()
         try:
             res = engine.verify(draft, topk=caps.topk, sampler=sampler)
         except NonFiniteLogits as e:  # the run stops: no token from that forward
-            e.tokens = list(out)
+            e.tokens = list(f.gen.tokens)
             raise
-        gen.steps += 1
-        gen.widths.append(res.width)
-        gen.forward_s += res.forward_s
-        gen.overhead_s += res.overhead_s
-        new = [draft.tokens[i] for i in res.path[1:]]
-        new.append(res.bonus)
-        new, done = commit(new, max_new_tokens - len(out), stop_ids)
-        gen.origins.extend([*drafter.origins(res.path), BONUS][: len(new)])
-        gen.margins.extend(res.margins[: len(new)])
-        gen.runners_up.extend(res.runners_up[: len(new)])
-        gen.gaps.extend(res.gaps[: len(new)])
-        out.extend(new)
-        context.extend(new)
-        t2 = time.perf_counter() if profile else 0.0
-        drafter.accepted(res, context)
-        if profile:
-            gen.draft_s += time.perf_counter() - t2
-    drafter.stop()
-    _sync(engine)
+        f.advance(draft, res)
+    gen = f.finish()
+    synchronize(engine.device)
     gen.wall_s = time.perf_counter() - t0
-    gen.stats = drafter.stats()
     return gen

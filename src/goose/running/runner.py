@@ -13,7 +13,7 @@ from pathlib import Path
 from goose.drafting.contract import NO_MEMORY, Drafter
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_tokenizer, stop_ids
-from goose.running.configuration import Decoding, load_engine
+from goose.running.configuration import Decoding, SingleDecoding, load_engine, prepare_single
 from goose.running.inputs import (
     benchmark_prompts,
     build_input,
@@ -113,10 +113,7 @@ def run(cfg, sweep_id: str = "") -> dict | None:
                       flush=True)
             if todo:
                 write_config(run_dir, spec, ident)
-                from goose.running.batched import BatchedDecoding
-
-                decoding = BatchedDecoding if spec.concurrency > 1 else Decoding
-                decoding(spec, drafter, ident, run_dir, results, outputs).run(prompts, todo, done)
+                decoding_for(spec)(spec, drafter, ident, run_dir, results, outputs).run(prompts, todo, done)
         except KeyboardInterrupt:
             kept = len(finished(results.rows(), outputs, chash))
             if not kept and not existed:
@@ -138,6 +135,15 @@ def run(cfg, sweep_id: str = "") -> dict | None:
     return summary
 
 
+def decoding_for(spec: RunSpec) -> type[Decoding]:
+    """The decode loop of a configuration: one prompt at a time at concurrency 1, continuous batching above."""
+    if spec.concurrency == 1:
+        return SingleDecoding
+    from goose.running.batched import BatchedDecoding
+
+    return BatchedDecoding
+
+
 def finished(rows: list[dict], outputs: OutputsFile, chash: str) -> set[str]:
     """Prompt ids whose row and outputs record are both intact and of this configuration; any other is
     decoded again (a damaged outputs line is noticed here, not by the next equality report)."""
@@ -150,7 +156,9 @@ def finished(rows: list[dict], outputs: OutputsFile, chash: str) -> set[str]:
 
 def run_single(spec: RunSpec, drafter: Drafter) -> None:
     text = single_prompt_text(spec.prompt, spec.prompt_file)
-    engine, model, tok = load_engine(spec, drafter, identify_model(spec.model))
+    identity = identify_model(spec.model)
+    engine, model, tok = load_engine(spec, identity)
+    prepare_single(spec, drafter, engine, tok, identity)  # decoded alone, whatever the concurrency
     stops = stop_ids(tok, model)
     ids = build_input(tok, [], text, spec.chat_template)
     check_length("prompt", len(ids), engine.max_positions, spec.max_new_tokens)

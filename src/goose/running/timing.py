@@ -8,6 +8,11 @@
   afresh and stored.
 - `none`: no timing of AR; tau only (AR still runs once, untimed, if no reference tokens exist).
 Every timing records when, where and how it was taken.
+
+At concurrency N > 1 (`BatchTimer`) a method's requests are decoded N at a time against batched AR over the same
+requests at the same concurrency, the two batches back to back; a batch's speedup is its throughput over batched
+AR's, and each request's row carries its share of its batch's wall time (by tokens), so pooling rows pools
+batches. Both timers share who goes first (`alternating`) and where each repeat starts (`from_saved_memory`).
 """
 
 from __future__ import annotations
@@ -17,13 +22,16 @@ import platform
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
-from goose.drafting.contract import Drafter, autoregressive
+from goose.drafting.contract import Drafter
+from goose.engine.batched import BatchEngine
 from goose.engine.sampling import Sampler, Sampling
+from goose.running.batch_loop import Request, Served, decode_batch
 from goose.running.loop import Generation, generate
 from goose.storage.fingerprints import digest
 from goose.storage.metrics import SAME_CONDITIONS
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
     from goose.storage.run_folder import RunIdentity
 
 MODES = ("interleaved", "cached", "none")
+T = TypeVar("T")
 
 
 def device_name(device: torch.device) -> str:
@@ -79,6 +88,39 @@ class Measured:
     batch: dict | None = None  # concurrency > 1: pass_wall_s, pass_tokens, ar_pass_wall_s
 
 
+def alternating(repeats: int, turn: int, method: Callable[[], T],
+                ar: Callable[[], T] | None) -> tuple[list[T], list[T]]:
+    """`repeats` runs of the method and of AR (None: the method alone) back to back, who goes first alternating
+    with the repeat and with `turn` (so neither always runs on a warmer machine); returns (method's, AR's)."""
+    mine, ars = [], []
+    for r in range(repeats):
+        if ar is not None and (turn + r) % 2 == 0:
+            ars.append(ar())
+            mine.append(method())
+        else:
+            mine.append(method())
+            if ar is not None:
+                ars.append(ar())
+    return mine, ars
+
+
+def from_saved_memory(drafter: Drafter, run: Callable[[], T]) -> Callable[[], T]:
+    """`run` for timed repeats: under memory=run every call after the first starts from the state the first found
+    (never from its own earlier answer), and the last leaves the state a single run would: repeats measure the
+    same work. The state is saved now."""
+    saved = drafter.save_memory() if drafter.capabilities.memory else None
+    calls = 0
+
+    def again() -> T:
+        nonlocal calls
+        if calls and saved is not None:
+            drafter.restore_memory(saved)
+        calls += 1
+        return run()
+
+    return again
+
+
 class Timer:
     """Times one method against AR per prompt, under the spec's `speedup_reference` mode."""
 
@@ -96,22 +138,6 @@ class Timer:
     def _repeated(self, ids: list[int], drafter: Drafter, n: int) -> Generation:
         return combine([self._gen(ids, drafter, n) for _ in range(self.repeats)])
 
-    def _method(self, ids: list[int], drafter: Drafter, n: int):
-        """The method's generations of one prompt. Under memory=run every repeat starts from the state
-        the prompt found (never from its own earlier answer), and the last one leaves the state a
-        single run would: repeats measure the same work."""
-        saved = drafter.save_memory() if drafter.capabilities.memory else None
-        runs = 0
-
-        def one() -> Generation:
-            nonlocal runs
-            if runs and saved is not None:
-                drafter.restore_memory(saved)
-            runs += 1
-            return self._gen(ids, drafter, n)
-
-        return one
-
     def _store(self, key: str, ar: Generation) -> dict:
         timing = stamp(ar, self.repeats, self.cond)
         self.timings.add(key, timing)
@@ -128,19 +154,12 @@ class Timer:
     def measure(self, ids: list[int], drafter: Drafter, key: str, turn: int, n: int) -> Measured:
         """`turn` alternates who goes first under `interleaved`; `n`: new tokens for this prompt (max_new_tokens,
         or fewer where the model's context ends first: the same for AR, and in `key`)."""
-        if autoregressive(drafter):
+        if drafter.capabilities.autoregressive:
             gen = self._repeated(ids, drafter, n)
             return Measured(gen, reference_entry(gen), self._store(key, gen), "self", key)
-        method = self._method(ids, drafter, n)
+        method = from_saved_memory(drafter, lambda: self._gen(ids, drafter, n))
         if self.mode == "interleaved":
-            ars, gens = [], []
-            for r in range(self.repeats):
-                if (turn + r) % 2 == 0:
-                    ars.append(self._gen(ids, self.ar, n))
-                    gens.append(method())
-                else:
-                    gens.append(method())
-                    ars.append(self._gen(ids, self.ar, n))
+            gens, ars = alternating(self.repeats, turn, method, lambda: self._gen(ids, self.ar, n))
             ar = combine(ars)
             return Measured(combine(gens), reference_entry(ar), self._store(key, ar), "interleaved", key)
         if self.mode == "cached":
@@ -157,6 +176,88 @@ class Timer:
             self.refs.put(key, ref)
         gen = combine([method() for _ in range(self.repeats)])
         return Measured(gen, ref, None, "none", key)
+
+
+@dataclass
+class Pass:
+    """One batch decoded: every request's generation (in the requests' order), its wall time, the drafters."""
+
+    gens: list[Served]
+    wall_s: float
+    drafters: list[Drafter]
+
+
+@dataclass
+class BatchMeasurement:
+    """A method's batch timed `repeats` times (against batched AR where `source` is interleaved): the last
+    repeat's generations and drafters (their traces), each gen's wall_s its share of the mean pass by tokens."""
+
+    gens: list[Served]
+    drafters: list[Drafter]
+    wall_s: float  # the method's pass, mean over repeats
+    tokens: int
+    repeats: int
+    source: str  # self (AR is the method: its own pass is AR's timing) | interleaved (batched AR beside it) | none
+    ar_wall_s: float | None = None  # batched AR's pass, mean over repeats
+    ar_tokens: list[int] | None = None  # per request, the tokens of the AR pass that wall time is shared by
+
+    def ar_timing(self, i: int, cond: dict) -> dict | None:
+        """The AR timing request i's row divides by: its share of batched AR's wall time, with where and how."""
+        if self.ar_wall_s is None:
+            return None
+        total = sum(self.ar_tokens)
+        return {"wall_s": self.ar_wall_s * self.ar_tokens[i] / total, "tokens_per_s": total / self.ar_wall_s,
+                "repeats": self.repeats, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **cond}
+
+    def measured(self, i: int, reference: dict, key: str, cond: dict) -> Measured:
+        """Request i's measurement, as a row takes it (its batch's columns blank where AR was not timed)."""
+        batch = {"pass_wall_s": self.wall_s, "pass_tokens": self.tokens,
+                 "ar_pass_wall_s": "" if self.ar_wall_s is None else self.ar_wall_s}
+        return Measured(self.gens[i], reference, self.ar_timing(i, cond), self.source, key, batch)
+
+
+class BatchTimer:
+    """Times a method's batches against batched AR over the same requests at the same concurrency."""
+
+    def __init__(self, engine: BatchEngine, stops: frozenset[int], repeats: int, mode: str,
+                 sampling: Sampling | None, cost=None, trace: bool = False):
+        self.engine, self.stops, self.repeats, self.mode = engine, stops, repeats, mode
+        self.sampling, self.cost, self.trace = sampling, cost, trace
+
+    def decode(self, items: list[tuple[list[int], int]], make: Callable[[], Drafter]) -> Pass:
+        """One batch of `items` ((prompt ids, new-token limit), admitted in this order), a drafter from `make`
+        for each: a timed repeat's pass, or a warmup's."""
+        drafters = [make() for _ in items]
+        if self.trace:
+            for d in drafters:
+                if d.capabilities.trace:
+                    d.enable_trace()
+        gens, wall = decode_batch(self.engine, [Request(ids, d, n) for (ids, n), d in zip(items, drafters)],
+                                  self.stops, self.sampling, self.cost)
+        return Pass(gens, wall, drafters)
+
+    def measure(self, items: list[tuple[list[int], int]], template: Drafter, turn: int = 0) -> BatchMeasurement:
+        """Every request of `items` decoded by drafters spawned from `template`, `repeats` times, beside batched
+        AR under `interleaved` (`turn` alternates who goes first)."""
+        own = template.capabilities.autoregressive
+        timed_ar = self.mode == "interleaved" and not own
+        method = from_saved_memory(template, lambda: self.decode(items, template.spawn))
+        passes, ars = alternating(self.repeats, turn, method, (lambda: self.decode(items, Drafter)) if timed_ar
+                                  else None)
+        walls = [p.wall_s for p in passes]
+        gens, wall = passes[-1].gens, statistics.fmean(walls)
+        tokens = sum(len(g.tokens) for g in gens)
+        for g in gens:
+            g.wall_s = wall * len(g.tokens) / tokens
+            g.wall_s_std = round(statistics.pstdev(walls), 6) * len(g.tokens) / tokens if len(walls) > 1 else 0.0
+        if own:  # AR's rows: its own pass is the timing
+            source, ar_wall, ar_tokens = "self", wall, [len(g.tokens) for g in gens]
+        elif ars:
+            source, ar_wall = "interleaved", statistics.fmean(p.wall_s for p in ars)
+            ar_tokens = [len(g.tokens) for g in ars[-1].gens]
+        else:
+            source, ar_wall, ar_tokens = "none", None, None
+        return BatchMeasurement(gens, passes[-1].drafters, wall, tokens, self.repeats, source, ar_wall, ar_tokens)
 
 
 class GumbelNoise:

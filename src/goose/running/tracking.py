@@ -14,7 +14,7 @@ from pathlib import Path
 class Tracker:
     def __init__(self, mode: str, project: str, name: str, group: str, config: dict, run_dir: Path,
                  entity: str | None = None):
-        self.run = None
+        self.run, self.name = None, name
         if mode == "disabled":
             return
         if mode not in ("offline", "online"):
@@ -57,3 +57,14 @@ class Tracker:
             self.run.log({"prompts": wandb.Table(columns=cols, data=[[str(r.get(c)) for c in cols] for r in rows])})
         self.run.finish()
         self.run = None
+
+
+def open_tracker(spec, label: str, run_dir: Path) -> Tracker:
+    """A configuration's run, at any concurrency: named by goose.storage.run_records.run_name (every part of the
+    run folder's name but the hash, so runs that differ only in budget, memory or concurrency are told apart),
+    grouped by model and benchmark."""
+    from goose.storage.run_records import run_name
+
+    w = spec.logging
+    return Tracker(w.mode, w.project, run_name(spec, label), f"{label}/{spec.benchmark.name}",
+                   {**spec.plain, "method": spec.plain_section("method")}, run_dir, w.entity)

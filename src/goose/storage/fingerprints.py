@@ -1,7 +1,6 @@
 """Content fingerprints: what a stored number was measured on, never just what it was called.
 
-Every byte of every file is hashed (SHA-256, ~1.4 GB/s on one core here: SmolLM2's GGUF in a
-tenth of a second, a 13.5 GB 7B checkpoint in about 10 s plus the disk read). The digest of a
+Every byte of every file is hashed (SHA-256; what that costs a model's files: docs/trust.md). The digest of a
 file is computed once per file version and cached under `<cache>/hashes/`, keyed by its resolved
 path and checked against its size, modification time, inode and change time (ctime moves on every
 write, also one that restores size and mtime), so later runs pay a `stat` per file. Paths and
