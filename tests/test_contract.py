@@ -189,7 +189,7 @@ def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goos
     assert lines["repeat"].rstrip().endswith("1/1 |") and lines["repeat@auto"].rstrip().endswith("1/1 |")
 
 
-# --- concurrency: two requests' drafters, spawned as a batch spawns them (goose.running.batch_timing) ----------
+# --- concurrency: two requests' drafters, spawned as a batch spawns them (goose.running.batch_loop) ----------
 # A made-up target whose next token depends on the last token only: after RESPONSE[i] it writes RESPONSE[i + 1],
 # elsewhere t + 1 (so after LESSON_PROMPT's last token, 99, it starts RESPONSE). Its top-k: that token, then 240+.
 RESPONSE = list(range(100, 148, 2))

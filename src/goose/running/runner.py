@@ -1,8 +1,10 @@
 """One configuration, end to end: config -> run spec -> model + prompts -> decode loop -> rows -> summary.
 
-Each concern has its own module: spec (every setting, typed and checked), methods (drafters), inputs
-(prompts to ids), run_folder (identity, hash and folder), timing (AR references and speedups), rows
-(the row schema), results (durable files), records (summaries).
+Each concern has its own module: running.spec (every setting, typed and checked), running.registry
+(methods by name), running.inputs (prompts to ids), running.configuration (the engine and the shared run
+scaffold), running.loop (the step), running.timing (AR references and speedups), storage.row_schema (the
+rows), storage.result_files (durable files), storage.run_records (summaries), storage.run_folder (identity,
+hash and folder).
 """
 
 from __future__ import annotations
