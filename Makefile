@@ -177,7 +177,7 @@ bench: datastore-local
 
 # On a machine with a CUDA device: every method exact / numerics / diverged against AR in float16 and bfloat16, x AR, tau, the
 # cost curve and a VERDICT line (exit 1 when anything diverged); gpu-check.json holds the same.
-gpu-check:  # one GPU, minutes: one table, gpu-check.json and a verdict (exit 1: a method diverged)
+gpu-check:  # one GPU, minutes: one table, gpu-check.json and a verdict (exit 1: a method diverged; 2: no CUDA here)
 	$(PYTHON) -m goose.experiments.gpu_check $(GPU_CHECK_ARGS)
 
 clean:

@@ -38,7 +38,8 @@ def test_batched_ar_is_ar_row_by_row_with_ragged_prompts_and_refill(tiny):
     assert all(g.admitted_s <= g.first_token_s <= g.done_s for g in got)
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", [pytest.param(m, marks=() if m == "goose" else pytest.mark.integration)
+                                  for m in method_names()])
 def test_every_method_batched_returns_each_requests_ar_tokens(name, tiny, store):
     prompts = many_prompts()
     template, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
@@ -346,6 +347,7 @@ def test_a_grown_batched_run_gives_an_uninterrupted_runs_rows(tiny_folder, run_g
     assert rows(resumed) == rows(grown[1])
 
 
+@pytest.mark.integration  # runs bench's concurrency sweep end to end
 def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys, tmp_path):
     """memory=run state is shared by a drafter's spawns: a level must not start from the previous level's prompts
     (SuffixDecoding's tree once held every answer of concurrency 1 at concurrency 4: tau 2.2 became 8.8)."""
@@ -453,7 +455,11 @@ def test_each_request_verifies_the_nodes_that_pay_for_themselves_in_a_packed_for
     assert surface(4, 8) == 2.0  # where every row padded to 8 nodes (the bare roots' 7 each) would cost 2.0
 
 
-@pytest.mark.parametrize("name", ["goose@auto", "goose-suffix@auto", "tr@auto", "suffix@auto:run", "pld@auto"])
+PAUSING = ["goose@auto", "goose-suffix@auto", "tr@auto", "suffix@auto:run", "pld@auto"]
+
+
+@pytest.mark.parametrize("name", [pytest.param(m, marks=() if m == "goose@auto" else pytest.mark.integration)
+                                  for m in PAUSING])
 def test_a_batch_that_pauses_drafting_still_returns_ar_tokens(name, tiny, monkeypatch):
     """An overhead so large no width pays: the batch pauses, drafters are told `skipped` (SuffixDecoding keeps
     its request's tokens), then a cheaper one resumes drafting mid-request: AR's tokens throughout."""

@@ -82,7 +82,8 @@ def test_a_numeric_budget_changes_drafts_or_is_recorded_as_fixed(name, tiny, pro
         assert sum(w_small) < sum(w_large)  # (a confident chain may exceed the budget: GOOSE's bypass)
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", [pytest.param(m, marks=() if m == "goose" else pytest.mark.integration)
+                                  for m in method_names()])
 def test_declared_memory_matches_behaviour(name, tiny, prompts, store):
     """A method that says it keeps no state across prompts drafts a prompt the same whatever ran before."""
     d, _ = drafter(name, store)

@@ -176,6 +176,29 @@ def test_a_choice_from_a_users_config_folder_is_known(tmp_path):
     assert unknown_choice(["benchmark=gsm8k", "model=smollm2-135m"]) is None
 
 
+def test_every_misspelt_name_is_said_at_once():
+    """Only the first was said: fixing model=vicuna7b then met method=gose on the next try."""
+    from goose.running.spec import unknown_choice
+
+    said = unknown_choice(["model=vicuna7b", "method=gose", "benchmark=gsm8kk"])
+    assert "model=vicuna7b: no such model (did you mean vicuna-7b?)" in said
+    assert "method=gose: no such method (did you mean goose?)" in said
+    assert "benchmark=gsm8kk: no such benchmark (did you mean gsm8k?)" in said and "\n" not in said
+
+
+def test_a_gated_repository_says_so_where_its_weights_are_missing(monkeypatch):
+    from goose.models import loading
+
+    monkeypatch.setattr(loading, "_hub_reachable", lambda: False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(GooseError, match="gated repository: accept its licence") as e:
+        loading.hub_snapshot("meta-llama/Meta-Llama-3-8B-Instruct-goose-test", "llama3-8b")
+    assert "hf download meta-llama/" in str(e.value)
+    with pytest.raises(GooseError) as e:
+        loading.hub_snapshot("lmsys/vicuna-7b-v1.3-goose-test", "vicuna-7b")
+    assert "gated" not in str(e.value)
+
+
 @pytest.mark.integration
 def test_no_gpu_and_no_weights_are_said_together(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), CUDA_VISIBLE_DEVICES="")

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -91,15 +92,23 @@ def hub_snapshot(repo: str, name: str, revision: str | None = None) -> tuple[str
         return folder, Path(folder).name  # snapshots/<commit>
     except Exception:
         pass
+    gated = (" (a gated repository: accept its licence on the hub and `hf auth login` first)"
+             if repo.split("/")[0] in GATED_OWNERS else "")
     if not _hub_reachable():
         raise GooseError(
             f"model '{name}' ({repo}) is not in the local Hugging Face cache and the hub cannot be "
-            f"reached. Download it where there is network (`hf download {repo}`), or point at "
+            f"reached. Download it where there is network (`hf download {repo}`{gated}), or point at "
             "local weights: model=hf model.path=/path/to/folder (or model=gguf model.path=FILE.gguf)."
         )
     from huggingface_hub import HfApi
 
+    # a 7B checkpoint is ~13 GB: say so before it starts, and how to refuse instead
+    print(f"model '{name}' ({repo}) is not cached here: downloading it from the Hugging Face hub{gated} "
+          "(HF_HUB_OFFLINE=1 refuses instead)", file=sys.stderr)
     return repo, HfApi().model_info(repo, revision=revision).sha
+
+
+GATED_OWNERS = ("meta-llama",)  # the paper's models whose hub repositories ask for a licence first
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer.tiktoken")

@@ -335,7 +335,7 @@ def unknown_override(argv: list[str]) -> str | None:
 
 
 def unknown_choice(argv: list[str]) -> str | None:
-    """The first `model=`, `method=` or `benchmark=` (each of a multirun's comma-separated values) that names no
+    """Every `model=`, `method=` or `benchmark=` (each of a multirun's comma-separated values) that names no
     YAML in conf/<group>/ nor in a folder given by hydra.searchpath: said in one line before Hydra prints its
     config search path."""
     from goose.paths import config_names
@@ -347,6 +347,7 @@ def unknown_choice(argv: list[str]) -> str | None:
             if not all(x.startswith("file://") for x in entries):
                 return None  # a pkg:// entry: Hydra alone can say what it holds
             folders += [x[len("file://"):] for x in entries]
+    wrong: list[str] = []
     for arg in argv:
         key, _, value = arg.partition("=")
         group = key.lstrip("+")
@@ -355,9 +356,9 @@ def unknown_choice(argv: list[str]) -> str | None:
         known = config_names(group, folders)
         for choice in value.split(","):
             if choice not in known:
-                return (f"{group}={choice}: no such {group}{close_match(choice, known)}; one of "
-                        f"{', '.join(known)} (or a {group}/{choice}.yaml in a folder given by hydra.searchpath)")
-    return None
+                wrong.append(f"{group}={choice}: no such {group}{close_match(choice, known)}; one of "
+                             f"{', '.join(known)} (or a {group}/{choice}.yaml in a folder given by hydra.searchpath)")
+    return ". Also: ".join(wrong) if wrong else None  # every misspelt name at once, not one per attempt
 
 
 def declared_keys() -> list[str]:
