@@ -63,6 +63,29 @@ def test_tau_claims_are_pooled_tau_ratios_over_the_prompts_both_ran(tmp_path):
     assert c.loc[(7, "goose-no-bigram vs goose"), "verdict"] == HOLDS  # every prompt lost tau: interval below 0
 
 
+def test_what_the_claims_do_not_read_is_said(tmp_path, capsys):
+    """Rows at another budget, a method whose counterpart never ran, and two sides with no prompt in common
+    were passed over without a word (a new user's folder: 'No rows for this claim yet' beside rows)."""
+    root = tmp_path / "r"
+    put(root, "goose", [30, 40])
+    put(root, "goose", [20, 20], budget="20")
+    put(root, "iso3", [40, 48])
+    put(root, "pld", [10, 10], bench="gsm8k")  # tr never ran on gsm8k
+    put(root, "goose", [30], bench="mbpp")
+    f = ResultsFile(root / "m" / "mbpp" / "iso5" / "B60" / "results.csv")  # iso5 on another prompt only
+    f.append({"model": "m", "benchmark": "mbpp", "method": "iso5", "budget": "60", "prompt_id": "other",
+              "new_tokens": 120, "steps": 40, "tau": 3.0, "wall_s": 1.0, "tokens_per_s": 120, "lossless": True,
+              "config_hash": "m-mbpp-iso5-60", "speedup_source": "none", "timed_at": "2026-12-03T10:00:00+0000",
+              "device_name": "cpu", "threads": 1, "dtype": "float32", "model_fingerprint": "abcdef0123"})
+    c = card(root)
+    said = capsys.readouterr().out
+    assert c.loc[(3, "goose vs iso3"), "n"] == 2  # B=20 never pooled with B=60
+    assert "m / humaneval: left out 2 row(s) at budgets no claim reads (goose B=20 (2))" in said
+    line = next(x for x in said.splitlines() if "m / gsm8k: not read where a side has no rows" in x)
+    assert {"goose", "tr", "iso3"} <= set(line.split(": ")[-1].split(", ")) and "pld" not in line.split(": ")[-1]
+    assert "claims 3 goose vs iso5: m / mbpp: its sides ran no prompt in common" in said
+
+
 def test_source_gap_and_speedup_by_hand(tmp_path):
     root = tmp_path / "r"
     put(root, "pld", [40, 40, 40], accepted=[30, 20, 10], drafted=[100, 100, 100])  # 60 / 300 = 0.2

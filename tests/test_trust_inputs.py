@@ -186,6 +186,23 @@ def test_every_misspelt_name_is_said_at_once():
     assert "benchmark=gsm8kk: no such benchmark (did you mean gsm8k?)" in said and "\n" not in said
 
 
+def test_a_data_dir_that_is_not_a_folder_is_refused_not_passed_over(tmp_path):
+    """data_dir=/typo ran on whatever $GOOSE_DATA_DIR held, and config.yaml recorded the typo."""
+    from goose.benchmarks.prompts import DataDirs
+
+    with pytest.raises(GooseError, match=r"data_dir=.*nowhere: no such folder"):
+        DataDirs.of(str(tmp_path / "nowhere"))
+    assert DataDirs.of(str(tmp_path)).roots[0] == tmp_path
+
+
+def test_sweeping_through_hydra_sweeper_params_on_the_command_line_is_one_line():
+    """It raised an AssertionError from inside the sweep check (exit 1, a traceback)."""
+    from goose.preflight import refused
+
+    said = refused(["-m", "method=goose", "hydra.sweeper.params.budget=10,20"])
+    assert said.startswith("hydra.sweeper.params.budget=10,20: ") and "python run.py -m budget=a,b" in said
+
+
 def test_a_gated_repository_says_so_where_its_weights_are_missing(monkeypatch):
     from goose.models import loading
 

@@ -344,6 +344,10 @@ def refused(argv: list[str]) -> str | None:
         return unknown
     if (unknown := experiment_refused(argv)) is not None:
         return unknown
+    if (swept := next((a for a in argv if a.lstrip("+~").startswith("hydra.sweeper.params")), None)) is not None:
+        key = swept.split("=", 1)[0].lstrip("+~").removeprefix("hydra.sweeper.params").lstrip(".") or "KEY"
+        return (f"{swept}: the sweep's settings are not set through hydra.sweeper.params on the command line; "
+                f"sweep them as `python run.py -m {key}=a,b`, or in an experiment's YAML (conf/experiment/)")
     if (why := launcher_refused(argv)) is not None:
         return why
     if multirun(argv):

@@ -172,7 +172,12 @@ def pick(cell: pd.DataFrame, method: str, budget: str = CLAIMS_BUDGET) -> pd.Dat
 
 def say_choices(cell: pd.DataFrame) -> None:
     """One line per method of a model x benchmark that ran several configurations at the claims' budget: which
-    one the claims read (pick) and that the others are left out."""
+    one the claims read (pick) and that the others are left out; one line for rows at budgets no claim reads."""
+    other = cell[~cell.budget.isin([CLAIMS_BUDGET, FIXED, "auto"])]
+    if not other.empty:
+        which = "; ".join(f"{m} B={', '.join(sorted(set(g.budget)))} ({len(g)})" for m, g in other.groupby("method"))
+        print(f"[analysis] claims: {cell.model.iloc[0]} / {cell.benchmark.iloc[0]}: left out {len(other)} row(s) at "
+              f"budgets no claim reads ({which}): the claims read B={CLAIMS_BUDGET}, and B=auto for the clock")
     for method, g in cell[cell.budget.isin([CLAIMS_BUDGET, FIXED])].groupby("method"):
         if g.config_hash.nunique() > 1:
             chosen = pick(cell, method)
@@ -211,6 +216,18 @@ def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[tuple[str, list[pd.Da
     return [(f"{a} vs {GOOSE}", [pick(cell, a), g], ratio(tau)) for a in ABLATIONS]
 
 
+def _side_methods(claim: Claim, label: str) -> list[str]:
+    """The methods behind a comparison's sides, in `_comparisons`' order (for saying which did not run)."""
+    if claim.number == 1:
+        return list(GAP_PAIR)
+    if claim.number == 4:
+        return [f"{label} timed"]
+    if claim.number == 6:
+        return [GOOSE, *SINGLE_SOURCES]
+    first, _, second = label.partition(" vs ")
+    return [first, second]
+
+
 def _copy_split(g: pd.DataFrame) -> tuple[float, float]:
     """% of the tokens `g` generated that were drafted copies of its own earlier answer / of the prompt."""
     if g.empty or "copied_answer" not in g or g.copied_answer.isna().any():
@@ -231,13 +248,17 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (model, bench), cell in df.groupby(["model", "benchmark"], sort=True):
         say_choices(cell)
+        missing: set[str] = set()
         for claim in CLAIMS:
             for label, sides, stat in _comparisons(cell, claim):
                 if any(s.empty for s in sides):
+                    missing |= {m for m, s in zip(_side_methods(claim, label), sides) if s.empty}
                     continue
                 kept = common_prompts(pd.concat(sides), f"claims {claim.number} {label}")
                 sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in sides]
                 if sides[0].empty:
+                    print(f"[analysis] claims {claim.number} {label}: {model} / {bench}: its sides ran no prompt in "
+                          "common (other prompt ids, or other texts under the same ids): not compared")
                     continue
                 effect, low, high = interval(stat, [_arrays(s) for s in sides], paired=True)
                 scale = (lambda v: v) if claim.unit == "x" else (lambda v: (v - 1) * 100)
@@ -257,6 +278,9 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
                                 "GOOSE ms/forward": 1e3 * s.wall_s.sum() / s.steps.sum(),
                                 "nodes/forward": (s.mean_width * (s.steps - 1)).sum() / max(1, (s.steps - 1).sum())})
                 out.append(row)
+        if missing:
+            print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows at the claims' budget: "
+                  f"{', '.join(sorted(missing))}")
     if not out:
         raise SystemExit("claims: no claim could be read: run `make reproduce-claims` (GOOSE and the methods it is "
                          "compared with, on the same model and benchmark)")

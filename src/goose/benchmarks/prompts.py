@@ -44,6 +44,10 @@ class DataDirs:
             if r:
                 p = Path(os.path.expanduser(r))
                 roots.append(p if p.is_absolute() else REPO_ROOT / p)
+        if configured and not roots[0].is_dir():  # never fall back silently past the folder the user named
+            raise GooseError(f"data_dir={configured}: no such folder ({roots[0]}). Give the folder that holds the "
+                             "benchmark files (docs/benchmarks.md), or leave data_dir out to use $GOOSE_DATA_DIR, "
+                             "../shared/data or the cache.")
         return cls(tuple(dict.fromkeys(roots)))
 
     def find(self, relative: str) -> Path | None:
