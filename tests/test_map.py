@@ -59,3 +59,45 @@ def test_every_name_the_entry_points_give_is_defined_where_they_say():
         names = [n for n in re.findall(r"(?<!\[)`([A-Za-z_][\w.]*)`", bullet) if not n.endswith(".py")]
         wrong += [n for n in names if not any(defines(m, n) for m in modules)]
     assert not wrong, f"docs/map.md names {wrong}, which the modules its bullets link do not define"
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each goose module's goose imports made when it loads (module level; imports inside functions run later)."""
+    import ast
+
+    src = PACKAGE.parent
+    names = {".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        found = set()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        graph[name] = {t for t in found if t in names and t != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph`: the groups of modules that each reach the others."""
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for b in graph.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+
+    reaches = {m: reach(m) for m in graph}
+    groups = {frozenset(m2 for m2 in reaches[m] if m in reaches[m2]) for m in graph if m in reaches[m]}
+    return sorted(sorted(g) for g in groups)
+
+
+def test_no_import_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check sees one
+    graph = module_imports()
+    assert len(graph) > 80 and graph["goose.running.runner"]  # it read the package
+    assert circles(graph) == [], "modules that import each other when they load: make one import the other later"

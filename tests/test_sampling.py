@@ -265,7 +265,8 @@ def test_sampled_output_differs_from_greedy_and_between_seeds(tiny, prompts):
 
 
 # --- distributions ---------------------------------------------------------------------------
-@pytest.mark.parametrize("t, k, p", SETTINGS)
+@pytest.mark.parametrize("t, k, p", [pytest.param(*x, marks=() if i == 0 else pytest.mark.integration)
+                                     for i, x in enumerate(SETTINGS)])
 def test_one_position_draws_from_the_filtered_softmax(small, t, k, p):
     want = probs(small, PREFIX, t, k, p)
     with torch.no_grad():
@@ -314,7 +315,7 @@ def test_the_pair_test_catches_noise_shared_between_positions(small, monkeypatch
     assert pair_p_value(small, 1.0, 0, 1.0) < 1e-3
 
 
-@pytest.mark.parametrize("t, k, p", [(0.7, 20, 1.0), (1.0, 20, 0.9)])
+@pytest.mark.parametrize("t, k, p", [(0.7, 20, 1.0), pytest.param(1.0, 20, 0.9, marks=pytest.mark.integration)])
 def test_first_token_matches_hugging_face_sampling_in_distribution(small, t, k, p):
     """HF generate(do_sample=True) against our sampler: a two-sample (homogeneity) chi-square."""
     torch.manual_seed(0)

@@ -18,7 +18,7 @@ from goose.running.loop import generate
 from goose.running.registry import build_drafters
 
 
-@pytest.fixture(scope="module", params=["gemma3", "mistral"])
+@pytest.fixture(scope="module", params=["gemma3", pytest.param("mistral", marks=pytest.mark.integration)])
 def windowed(request):
     return tiny_windowed_model(request.param)
 
