@@ -191,41 +191,32 @@ def _arrays(g: pd.DataFrame) -> dict:
     return {c: g[c].to_numpy(dtype=float) if c in g else np.full(len(g), np.nan) for c in COLUMNS}
 
 
-def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[tuple[str, list[pd.DataFrame], Statistic]]:
-    """(label, sides, statistic) of `claim` in one model x benchmark cell; sides that did not run are left out."""
+def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[tuple[str, list[str], list[pd.DataFrame], Statistic]]:
+    """(label, side names, sides, statistic) of `claim` in one model x benchmark cell; a side that did not run is
+    an empty frame (its name says which)."""
     g = pick(cell, GOOSE)
     n = claim.number
     if n == 1:
-        return [(f"{GAP_PAIR[0]} / {GAP_PAIR[1]}", [pick(cell, m) for m in GAP_PAIR], ratio(acceptance))]
+        return [(f"{GAP_PAIR[0]} / {GAP_PAIR[1]}", list(GAP_PAIR), [pick(cell, m) for m in GAP_PAIR],
+                 ratio(acceptance))]
     if n == 2:
-        return [(f"{GOOSE} vs {s}", [g, pick(cell, s)], ratio(tau)) for s in SINGLE_SOURCES]
+        return [(f"{GOOSE} vs {s}", [GOOSE, s], [g, pick(cell, s)], ratio(tau)) for s in SINGLE_SOURCES]
     if n == 3:
-        return [(f"{GOOSE} vs {s}", [g, pick(cell, s)], ratio(tau)) for s in ISOTROPIC]
+        return [(f"{GOOSE} vs {s}", [GOOSE, s], [g, pick(cell, s)], ratio(tau)) for s in ISOTROPIC]
     if n == 4:
         out = []
         for budget in (CLAIMS_BUDGET, "auto"):
             timed = cell[(cell.method == GOOSE) & (cell.budget == budget) & cell.speedup.notna()
                          & ~cell.speedup_stale.eq(True)]
-            out.append((f"{GOOSE} B={budget}", [pick(timed, GOOSE, budget)], alone(speedup)))
+            out.append((f"{GOOSE} B={budget}", [f"{GOOSE} B={budget} timed"], [pick(timed, GOOSE, budget)],
+                        alone(speedup)))
         return out
     if n == 5:
-        return [(f"{GOOSE} vs {p}", [g, pick(cell, p)], ratio(tau)) for p in PEERS]
+        return [(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau)) for p in PEERS]
     if n == 6:
-        return [(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [g, *(pick(cell, s) for s in SINGLE_SOURCES)],
-                 over_best(tau))]
-    return [(f"{a} vs {GOOSE}", [pick(cell, a), g], ratio(tau)) for a in ABLATIONS]
-
-
-def _side_methods(claim: Claim, label: str) -> list[str]:
-    """The methods behind a comparison's sides, in `_comparisons`' order (for saying which did not run)."""
-    if claim.number == 1:
-        return list(GAP_PAIR)
-    if claim.number == 4:
-        return [f"{label} timed"]
-    if claim.number == 6:
-        return [GOOSE, *SINGLE_SOURCES]
-    first, _, second = label.partition(" vs ")
-    return [first, second]
+        return [(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [GOOSE, *SINGLE_SOURCES],
+                 [g, *(pick(cell, s) for s in SINGLE_SOURCES)], over_best(tau))]
+    return [(f"{a} vs {GOOSE}", [a, GOOSE], [pick(cell, a), g], ratio(tau)) for a in ABLATIONS]
 
 
 def _copy_split(g: pd.DataFrame) -> tuple[float, float]:
@@ -250,9 +241,9 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
         say_choices(cell)
         missing: set[str] = set()
         for claim in CLAIMS:
-            for label, sides, stat in _comparisons(cell, claim):
+            for label, names, sides, stat in _comparisons(cell, claim):
                 if any(s.empty for s in sides):
-                    missing |= {m for m, s in zip(_side_methods(claim, label), sides) if s.empty}
+                    missing |= {m for m, s in zip(names, sides) if s.empty}
                     continue
                 kept = common_prompts(pd.concat(sides), f"claims {claim.number} {label}")
                 sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in sides]
