@@ -167,7 +167,7 @@ def test_unknown_settings_are_refused_never_ignored(args, says, tmp_path):
 
 
 def test_a_choice_from_a_users_config_folder_is_known(tmp_path):
-    from goose.running.spec import unknown_choice
+    from goose.preflight import unknown_choice
 
     (tmp_path / "method").mkdir()
     (tmp_path / "method" / "mine.yaml").write_text("name: mine\n")
@@ -178,7 +178,7 @@ def test_a_choice_from_a_users_config_folder_is_known(tmp_path):
 
 def test_every_misspelt_name_is_said_at_once():
     """Only the first was said: fixing model=vicuna7b then met method=gose on the next try."""
-    from goose.running.spec import unknown_choice
+    from goose.preflight import unknown_choice
 
     said = unknown_choice(["model=vicuna7b", "method=gose", "benchmark=gsm8kk"])
     assert "model=vicuna7b: no such model (did you mean vicuna-7b?)" in said

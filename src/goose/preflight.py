@@ -20,6 +20,7 @@ from goose.errors import GooseError
 from goose.paths import CONF
 
 INFO_FLAGS = ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i")  # Hydra prints, runs nothing
+CHOICE_GROUPS = ("model", "method", "benchmark", "experiment")  # key=NAME picks conf/<key>/NAME.yaml
 SWEEP_JOBS_CHECKED = 16  # up to this many jobs, every combination is checked; in a larger sweep, every value
 
 
@@ -44,7 +45,7 @@ def _launcher(argv: list[str]) -> str | None:
     return given[-1] if given else None
 
 
-def _searchpath_folders(argv: list[str]) -> list[str] | None:
+def searchpath_folders(argv: list[str]) -> list[str] | None:
     """The folders hydra.searchpath=[file://...] adds, or None where an entry is not a folder (pkg://...)."""
     folders: list[str] = []
     for arg in argv:
@@ -82,7 +83,7 @@ def launcher_name_refused(argv: list[str]) -> str | None:
     from goose.running.sections import close_match
 
     name = _launcher(argv)
-    folders = _searchpath_folders(argv)
+    folders = searchpath_folders(argv)
     if name is None or folders is None or any(c in name for c in "()[]{}$,"):
         return None
     known = launcher_names(folders)
@@ -286,7 +287,7 @@ def sweep_refused(argv: list[str]) -> str | None:
 
     if any(a.startswith("-") and a not in ("-m", "--multirun") for a in argv):
         return None  # --cfg, --config-dir, ...: Hydra's own flags, not a sweep of jobs to check here
-    if (folders := _searchpath_folders(argv)) is None or (found := _sweep_jobs(argv)) is None:
+    if (folders := searchpath_folders(argv)) is None or (found := _sweep_jobs(argv)) is None:
         return None
     jobs, swept = found
     if not swept:
@@ -310,39 +311,39 @@ def sweep_refused(argv: list[str]) -> str | None:
     return None
 
 
-def experiment_refused(argv: list[str]) -> str | None:
-    """+experiment=NAME naming no conf/experiment/NAME.yaml (nor one in a folder given by hydra.searchpath), said
-    in one line with the close match, before Hydra prints its config search path."""
+def unknown_choice(argv: list[str]) -> str | None:
+    """Every `model=`, `method=`, `benchmark=` or `+experiment=` (each of a multirun's comma-separated values) that
+    names no YAML in conf/<group>/ nor in a folder given by hydra.searchpath, all said in one line (not one per
+    attempt) with each close match, before Hydra prints its config search path."""
     from goose.paths import config_names
     from goose.running.sections import close_match
 
-    folders = _searchpath_folders(argv)
+    if (folders := searchpath_folders(argv)) is None:
+        return None  # a pkg:// entry: Hydra alone can say what it holds
+    wrong: list[str] = []
     for arg in argv:
         key, _, value = arg.partition("=")
-        if key.lstrip("+~") != "experiment" or key.startswith("~") or folders is None or not value:
+        group = key.lstrip("+")
+        if group not in CHOICE_GROUPS or not value or any(c in value for c in "()[]{}$"):
             continue
-        if any(c in value for c in "()[]{}$"):
-            continue
-        known = config_names("experiment", folders)
+        known = config_names(group, folders)
         for choice in value.split(","):
             if choice not in known:
-                return (f"+experiment={choice}: no such experiment{close_match(choice, known)}; one of "
-                        f"{', '.join(known)} (conf/experiment/, or a folder given by hydra.searchpath)")
-    return None
+                wrong.append(f"{key}={choice}: no such {group}{close_match(choice, known)}; one of "
+                             f"{', '.join(known)} (or a {group}/{choice}.yaml in a folder given by hydra.searchpath)")
+    return ". Also: ".join(wrong) if wrong else None
 
 
 def refused(argv: list[str]) -> str | None:
     """What is wrong with the command line before Hydra sees it: an unknown setting (Hydra would advise
     `+key=value`), a launcher that would do nothing (`launcher_refused`), a multirun whose results_dir cannot be
     written (Hydra writes multirun.yaml there), or a multirun with a bad value in a job (`sweep_refused`)."""
-    from goose.running.spec import unknown_choice, unknown_override
+    from goose.running.spec import unknown_override
     from goose.storage.durable import writable_dir
 
     if (unknown := unknown_override(argv)) is not None:
         return unknown
     if (unknown := unknown_choice(argv)) is not None:
-        return unknown
-    if (unknown := experiment_refused(argv)) is not None:
         return unknown
     if (swept := next((a for a in argv if a.lstrip("+~").startswith("hydra.sweeper.params")), None)) is not None:
         key = swept.split("=", 1)[0].lstrip("+~").removeprefix("hydra.sweeper.params").lstrip(".") or "KEY"

@@ -43,7 +43,9 @@ def resolve_device(device: str) -> torch.device:
     if device == "mps" and not torch.backends.mps.is_available():
         raise GooseError("device 'mps' requested but this machine has no MPS device; use device=cpu.")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise GooseError(f"device '{device}' requested but no CUDA device is available; use device=cpu.")
+        raise GooseError(f"device '{device}' requested but no CUDA device is available; device=cpu runs the model "
+                         "here if its weights fit in this machine's memory (2 bytes a parameter in float16, 4 in "
+                         "float32), at CPU speed.")
     return torch.device(device)
 
 

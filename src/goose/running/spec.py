@@ -334,33 +334,6 @@ def unknown_override(argv: list[str]) -> str | None:
     return None
 
 
-def unknown_choice(argv: list[str]) -> str | None:
-    """Every `model=`, `method=` or `benchmark=` (each of a multirun's comma-separated values) that names no
-    YAML in conf/<group>/ nor in a folder given by hydra.searchpath: said in one line before Hydra prints its
-    config search path."""
-    from goose.paths import config_names
-
-    folders: list[str] = []
-    for arg in argv:
-        if arg.lstrip("+").startswith("hydra.searchpath="):
-            entries = [x.strip(" '\"") for x in arg.split("=", 1)[1].strip("[]").split(",") if x.strip(" '\"")]
-            if not all(x.startswith("file://") for x in entries):
-                return None  # a pkg:// entry: Hydra alone can say what it holds
-            folders += [x[len("file://"):] for x in entries]
-    wrong: list[str] = []
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        group = key.lstrip("+")
-        if group not in ("model", "method", "benchmark") or not value or any(c in value for c in "()[]{}$"):
-            continue
-        known = config_names(group, folders)
-        for choice in value.split(","):
-            if choice not in known:
-                wrong.append(f"{group}={choice}: no such {group}{close_match(choice, known)}; one of "
-                             f"{', '.join(known)} (or a {group}/{choice}.yaml in a folder given by hydra.searchpath)")
-    return ". Also: ".join(wrong) if wrong else None  # every misspelt name at once, not one per attempt
-
-
 def declared_keys() -> list[str]:
     """Every top-level key of conf/config.yaml must be one of these (and the other way round)."""
     return [s.key for s in SETTINGS]
