@@ -45,7 +45,7 @@ def _launcher(argv: list[str]) -> str | None:
     return given[-1] if given else None
 
 
-def searchpath_folders(argv: list[str]) -> list[str] | None:
+def _searchpath_folders(argv: list[str]) -> list[str] | None:
     """The folders hydra.searchpath=[file://...] adds, or None where an entry is not a folder (pkg://...)."""
     folders: list[str] = []
     for arg in argv:
@@ -83,7 +83,7 @@ def launcher_name_refused(argv: list[str]) -> str | None:
     from goose.running.sections import close_match
 
     name = _launcher(argv)
-    folders = searchpath_folders(argv)
+    folders = _searchpath_folders(argv)
     if name is None or folders is None or any(c in name for c in "()[]{}$,"):
         return None
     known = launcher_names(folders)
@@ -287,7 +287,7 @@ def sweep_refused(argv: list[str]) -> str | None:
 
     if any(a.startswith("-") and a not in ("-m", "--multirun") for a in argv):
         return None  # --cfg, --config-dir, ...: Hydra's own flags, not a sweep of jobs to check here
-    if (folders := searchpath_folders(argv)) is None or (found := _sweep_jobs(argv)) is None:
+    if (folders := _searchpath_folders(argv)) is None or (found := _sweep_jobs(argv)) is None:
         return None
     jobs, swept = found
     if not swept:
@@ -318,7 +318,7 @@ def unknown_choice(argv: list[str]) -> str | None:
     from goose.paths import config_names
     from goose.running.sections import close_match
 
-    if (folders := searchpath_folders(argv)) is None:
+    if (folders := _searchpath_folders(argv)) is None:
         return None  # a pkg:// entry: Hydra alone can say what it holds
     wrong: list[str] = []
     for arg in argv:
