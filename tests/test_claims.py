@@ -15,6 +15,7 @@ from goose.analysis.claims import (
     interval,
     ratio,
     scorecard,
+    summary,
     tau,
     verdict,
 )
@@ -158,8 +159,8 @@ def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
     assert "| goose vs pld |" in text
     assert "4 / 2" in text  # GOOSE's copy split: 15 of 360 tokens repeat its answer, 6 the prompt (%)
     block = summary_block(text)
-    assert "| 5. ahead of peers     | > 0% in every cell | 4 / 0 / 0 |" in block
-    assert "| 3. vs balanced trees  | +12..+33%          | not run   |" in block
+    assert "| 5. ahead of peers     | > 0% in every cell | 4 / 0 / 0 (2 of 5 benchmarks) |" in block
+    assert "| 3. vs balanced trees  | +12..+33%          | not run                       |" in block
 
 
 def test_the_paper_plan_counts_runs_prompts_and_tokens(capsys):
@@ -173,3 +174,13 @@ def test_the_paper_plan_counts_runs_prompts_and_tokens(capsys):
     per_model = sum(r["tokens"] for r in jobs if r["model"] == "vicuna-7b")
     assert per_model == 17 * (164 * 512 + 500 * 512 + 100 * 512 + 1319 * 1024 + 80 * 1024)
     assert {r["gpu_h"] > 0 for r in jobs} == {True}
+
+
+def test_the_summary_says_on_how_many_benchmarks_a_claim_was_read():
+    five = ["humaneval", "mbpp", "classeval", "gsm8k", "mt_bench"]
+    card = pd.DataFrame({"claim": [1] * 5 + [2] * 2, "model": ["m"] * 7, "benchmark": five + five[:2],
+                         "verdict": [HOLDS] * 4 + [CONTRADICTED, INCONCLUSIVE, HOLDS]})
+    cells = dict(zip(summary(card).claim, summary(card).m))
+    assert cells["1. source gap"] == "4 / 0 / 1"  # every benchmark read: no count
+    assert cells["2. non-degradation"] == "1 / 1 / 0 (2 of 5 benchmarks)"
+    assert cells["3. vs balanced trees"] == "not run"

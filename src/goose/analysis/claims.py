@@ -27,6 +27,7 @@ from goose.analysis.paper import (
     GOOSE,
     ISO_GAIN_PCT,
     ISOTROPIC,
+    PAPER_BENCHMARKS,
     PEERS,
     SINGLE_SOURCES,
     SOURCE_GAP_MEDIAN,
@@ -293,15 +294,20 @@ def _direction(claim: Claim, low: float, high: float) -> str:
 
 def summary(card: pd.DataFrame) -> pd.DataFrame:
     """Per claim (every one, read or not) and model: of its comparisons over the benchmarks, how many hold,
-    are inconclusive, are contradicted."""
+    are inconclusive, are contradicted; a cell read on fewer than the paper's five benchmarks says on how many."""
     counts = card.groupby(["claim", "model"]).verdict.value_counts().unstack(fill_value=0)
+    read_on = card.groupby(["claim", "model"]).benchmark.nunique()
     models = sorted(card.model.unique())
     rows = []
     for claim in CLAIMS:
         row = {"claim": f"{claim.number}. {claim.name}", "paper": claim.paper}
         for m in models:
-            c = counts.loc[(claim.number, m)] if (claim.number, m) in counts.index else None
-            row[m] = "not run" if c is None else " / ".join(str(int(c.get(v, 0))) for v in
-                                                            (HOLDS, INCONCLUSIVE, CONTRADICTED))
+            if (claim.number, m) not in counts.index:
+                row[m] = "not run"
+                continue
+            c, k = counts.loc[(claim.number, m)], int(read_on.loc[(claim.number, m)])
+            row[m] = " / ".join(str(int(c.get(v, 0))) for v in (HOLDS, INCONCLUSIVE, CONTRADICTED))
+            if k < len(PAPER_BENCHMARKS):
+                row[m] += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
         rows.append(row)
     return pd.DataFrame(rows)
