@@ -31,6 +31,18 @@ def test_spec_bench_has_six_categories_of_80_and_n_prompts_takes_the_first_n_of_
 
 
 @SPEC_BENCH
+def test_spread_prompts_takes_n_round_robin_over_the_categories_so_a_grown_n_appends():
+    every = load_prompts("mt_bench", turns=1)  # filed by category: its first 10 are all writing
+    assert {p.category for p in select(every, 10)} == {"writing"}
+    ten = select(every, 10, spread=True)
+    assert [p.id for p in ten] == ["81", "91", "101", "111", "121", "131", "141", "151", "82", "92"]
+    assert len({p.category for p in ten}) == 8
+    assert select(every, 20, spread=True)[:10] == ten  # a grown run decodes its first 10 in the same order
+    assert select(every, 3, stratified=True, spread=True) == ten[:3]  # spread is n in all, even where stratified
+    assert select(every, None, spread=True) == every and len(select(every, 500, spread=True)) == 80
+
+
+@SPEC_BENCH
 def test_mt_bench_decodes_both_turns_unless_turns_is_1():
     both, first = load_prompts("mt_bench"), load_prompts("mt_bench", turns=1)
     assert len(both) == len(first) == 80

@@ -9,11 +9,19 @@ from goose.errors import GooseError
 from goose.storage.fingerprints import prompt_fingerprint
 
 
-def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> list[Prompt]:
-    """The first n prompts, or with `stratified` the first n of each category (in file order), so a
-    small run covers every category."""
+def select(prompts: list[Prompt], n: int | None, stratified: bool = False, spread: bool = False) -> list[Prompt]:
+    """The first n prompts; with `stratified` the first n of each category (in file order), so a small run
+    covers every category; with `spread` n in all, round-robin over the categories (each one's first prompt,
+    then each one's second, ...) and decoded in that order, so a grown n appends to the run (a drafter that
+    keeps memory across prompts sees the same history as in a fresh run of the larger n)."""
     if n is None:
         return prompts
+    if spread:
+        by_category: dict[str, list[Prompt]] = {}
+        for p in prompts:
+            by_category.setdefault(p.category, []).append(p)
+        deepest = max((len(ps) for ps in by_category.values()), default=0)
+        return [ps[i] for i in range(deepest) for ps in by_category.values() if i < len(ps)][:n]
     if not stratified:
         return prompts[:n]
     taken: dict[str, int] = {}
@@ -26,10 +34,10 @@ def select(prompts: list[Prompt], n: int | None, stratified: bool = False) -> li
 
 
 def benchmark_prompts(spec) -> tuple[list[Prompt], list[Prompt]]:
-    """(every prompt of the spec's benchmark, the ones this run decodes: `n_prompts` of them, per
-    category where the benchmark is stratified)."""
+    """(every prompt of the spec's benchmark, the ones this run decodes: `n_prompts` of them, spread over the
+    categories with `spread_prompts`, else per category where the benchmark is stratified)."""
     every = load_benchmark(spec.benchmark, spec.data_dir)
-    return every, select(every, spec.n_prompts, spec.benchmark.stratified)
+    return every, select(every, spec.n_prompts, spec.benchmark.stratified, spec.spread_prompts)
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,7 @@ class RunSpec:
                                   row=False, reference=True, record=lambda s: s.backend)
     n_prompts: int | None = setting(whole("n_prompts", 1, "the first N prompts", null="all"), hashed=False,
                                     row=False)
+    spread_prompts: bool = setting(flag("spread_prompts"), hashed=False, row=False, kind="bool")
     prompt: str | None = setting(text("prompt"), hashed=False, row=False)
     prompt_file: str | None = setting(text("prompt_file"), hashed=False, row=False)
     trace: bool = setting(flag("trace"), hashed=False, row=False)
