@@ -138,10 +138,15 @@ def test_paired_intervals_use_the_pairing_and_unpaired_ones_do_not():
     assert interval(ratio(tau), [a, b], paired=True) == (est, lo_p, hi_p)  # seeded: the same every time
 
 
-def test_one_prompt_gives_no_interval():
+def test_one_or_two_prompts_give_no_interval():
     one = {"new_tokens": np.array([100.0]), "steps": np.array([25.0])}
     est, lo, hi = interval(ratio(tau), [one, one], paired=True)
     assert est == 1.0 and np.isnan(lo) and np.isnan(hi)
+    # two prompts: three distinct resamples, which gave SmolLM2's MT-Bench clock a "holds" on 6.0x [3.9x, 12.3x]
+    a = {"new_tokens": np.array([100.0, 90.0]), "steps": np.array([25.0, 40.0])}
+    b = {"new_tokens": np.array([100.0, 90.0]), "steps": np.array([50.0, 60.0])}
+    est, lo, hi = interval(ratio(tau), [a, b], paired=True)
+    assert est == pytest.approx((190 / 65) / (190 / 110)) and np.isnan(lo) and np.isnan(hi)
 
 
 def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
@@ -184,3 +189,29 @@ def test_the_summary_says_on_how_many_benchmarks_a_claim_was_read():
     assert cells["1. source gap"] == "4 / 0 / 1"  # every benchmark read: no count
     assert cells["2. non-degradation"] == "1 / 1 / 0 (2 of 5 benchmarks)"
     assert cells["3. vs balanced trees"] == "not run"
+
+
+def test_prompts_answered_in_one_token_are_left_out_and_counted(tmp_path, capsys):
+    """SmolLM2 on raw MT-Bench prompts: half its answers were the end of text alone (1 token, 1 forward, nothing
+    drafted). Kept, they counted in n, and claim 1 had no interval (a resample of only them has no acceptance
+    rate); left out, n is the prompts anything was drafted on, and the page counts the rest."""
+    root = tmp_path / "r"
+    one = dict(new=[120, 120, 1, 1, 120, 1], steps=[40, 40, 1, 1, 40, 1])
+    for m, acc, dr in (("pld", [30, 20, 0, 0, 10, 0], [100, 100, 0, 0, 100, 0]),
+                       ("tr", [10, 10, 0, 0, 10, 0], [500, 500, 0, 0, 500, 0])):
+        f = ResultsFile(root / "m" / "mt_bench" / m / "Bfixed" / "results.csv")
+        for i in range(6):
+            f.append({"model": "m", "benchmark": "mt_bench", "method": m, "budget": "fixed", "prompt_id": str(i),
+                      "new_tokens": one["new"][i], "steps": one["steps"][i], "tau": one["new"][i] / one["steps"][i],
+                      "wall_s": 1.0, "tokens_per_s": 1.0, "lossless": True, "config_hash": f"m-{m}",
+                      "speedup_source": "none", "timed_at": "2026-12-03T10:00:00+0000", "device_name": "cpu",
+                      "threads": 1, "dtype": "float32", "model_fingerprint": "abcdef0123", "accepted": acc[i],
+                      "drafted": dr[i]})
+    row = card(root).loc[(1, "pld / tr")]
+    assert row.n == 3 and row["one-token answers"] == 3
+    assert row.effect == pytest.approx((60 / 300) / (30 / 1500))  # the left-out prompts add nothing to the sums
+    assert np.isfinite(row.low) and np.isfinite(row.high)
+    text = make("claims", load_rows(root), tmp_path / "out")[0].read_text()
+    gap = text.split("## 1.")[1].split("## 2.")[0]
+    assert "one-token answers |" in gap and "| pld / tr     |   3 |" in gap
+    assert "one-token answers" not in text.split("## 2.")[1]  # a claim without any keeps its columns

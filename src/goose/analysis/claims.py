@@ -4,7 +4,7 @@ Every claim is read per model x benchmark as one or more comparisons (GOOSE vs I
 with a 95% bootstrap interval over prompts (scipy.stats.bootstrap, BCa; resampling the prompts both sides ran,
 paired, or each side's own prompts where they share none) and n, and a verdict against the paper's threshold:
 holds (the interval is on the claim's side of it), contradicted (on the other side), inconclusive (it straddles
-the line, or n < 2). tau-based claims need no clock; the speedup claim reads the rows that timed AR beside them.
+the line, or n < 3). tau-based claims need no clock; the speedup claim reads the rows that timed AR beside them.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from goose.analysis.paper import (
 from goose.storage.metrics import FIXED
 
 CONFIDENCE, RESAMPLES, SEED = 0.95, 9999, 0
+MIN_PROMPTS = 3  # fewer give no interval: two prompts have three distinct resamples, an interval of nothing
 HOLDS, CONTRADICTED, INCONCLUSIVE = "holds", "contradicted", "inconclusive"
 COLUMNS = ("new_tokens", "steps", "accepted", "drafted", "wall_s", "ar_wall_s")
 
@@ -119,7 +120,8 @@ def over_best(of: Callable) -> Statistic:
 def interval(statistic: Statistic, sides: list[dict], paired: bool) -> tuple[float, float, float]:
     """(estimate, low, high): the statistic on every prompt, and its 95% BCa bootstrap interval, resampling
     prompts: one set of indices for every side when `paired` (the sides hold the same prompts in the same
-    order), else each side its own. NaN bounds where n < 2 or every resample agrees with no spread to read."""
+    order), else each side its own. NaN bounds where n < MIN_PROMPTS or every resample agrees with no spread
+    to read."""
     sizes = [len(s["steps"]) for s in sides]
     if paired:
         assert len(set(sizes)) == 1, "paired sides hold the same prompts"
@@ -135,7 +137,7 @@ def interval(statistic: Statistic, sides: list[dict], paired: bool) -> tuple[flo
         data = tuple(np.arange(n) for n in sizes)
     with np.errstate(divide="ignore", invalid="ignore"):
         point = float(f(*data))
-        if min(sizes) < 2:
+        if min(sizes) < MIN_PROMPTS:
             return point, float("nan"), float("nan")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -220,6 +222,15 @@ def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[tuple[str, list[str],
     return [(f"{a} vs {GOOSE}", [a, GOOSE], [pick(cell, a), g], ratio(tau)) for a in ABLATIONS]
 
 
+def _without_one_token_answers(sides: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], int]:
+    """The sides without the prompts whose answer was one token on every side (the prefill's token, often the
+    end of text: an instruct model given a raw prompt may answer nothing), and how many. No method drafts
+    there, so such a prompt says nothing on a drafting claim: kept, it would count in n, and a resample of
+    only such prompts has no acceptance rate at all."""
+    one = set.intersection(*(set(s.prompt_id[s.new_tokens <= 1]) for s in sides))
+    return [s[~s.prompt_id.isin(one)] for s in sides], len(one)
+
+
 def _copy_split(g: pd.DataFrame) -> tuple[float, float]:
     """% of the tokens `g` generated that were drafted copies of its own earlier answer / of the prompt."""
     if g.empty or "copied_answer" not in g or g.copied_answer.isna().any():
@@ -248,6 +259,11 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
                     continue
                 kept = common_prompts(pd.concat(sides), f"claims {claim.number} {label}")
                 sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in sides]
+                sides, one_token = _without_one_token_answers(sides)
+                if sides[0].empty and one_token:
+                    print(f"[analysis] claims {claim.number} {label}: {model} / {bench}: every prompt's answer is "
+                          "one token (the prefill's): nothing drafted, not compared")
+                    continue
                 if sides[0].empty:
                     print(f"[analysis] claims {claim.number} {label}: {model} / {bench}: its sides ran no prompt in "
                           "common (other prompt ids, or other texts under the same ids): not compared")
@@ -258,7 +274,8 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
                 flat = next((s for s in sides if claim.flattered and s.method.iloc[0] == claim.flattered), sides[0])
                 answer, prompt = _copy_split(flat) if claim.flattered else (float("nan"), float("nan"))
                 row = {"claim": claim.number, "name": claim.name, "model": model, "benchmark": bench,
-                       "comparison": label, "n": len(sides[0]), "effect": effect, "low": low, "high": high,
+                       "comparison": label, "n": len(sides[0]), "one-token answers": one_token,
+                       "effect": effect, "low": low, "high": high,
                        "unit": claim.unit, "paper": claim.paper, "threshold": claim.threshold,
                        "verdict": verdict(claim, low, high),
                        "vs no effect": _direction(claim, low, high), "lossless": _lossless(sides),

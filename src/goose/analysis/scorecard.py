@@ -9,7 +9,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from goose.analysis.claims import CLAIMS, CONFIDENCE, CONTRADICTED, HOLDS, INCONCLUSIVE, scorecard, summary
+from goose.analysis.claims import (
+    CLAIMS,
+    CONFIDENCE,
+    CONTRADICTED,
+    HOLDS,
+    INCONCLUSIVE,
+    MIN_PROMPTS,
+    scorecard,
+    summary,
+)
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2"}
 SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
@@ -24,7 +33,8 @@ def _number(v: float, unit: str) -> str:
 def _effect(r) -> str:
     if np.isfinite(r.low):
         return f"{_number(r.effect, r.unit)} [{_number(r.low, r.unit)}, {_number(r.high, r.unit)}]"
-    why = "n < 2" if r.n < 2 else "resamples without a value (a side drafted nothing on some prompts)"
+    why = (f"n < {MIN_PROMPTS}" if r.n < MIN_PROMPTS
+           else "resamples without a value (a side drafted nothing on some prompts)")
     return f"{_number(r.effect, r.unit)} (no interval: {why})"
 
 
@@ -49,9 +59,13 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         "# Which of the paper's claims replicate", "",
         f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
         f"Each claim is read per model x benchmark: our effect with its {CONFIDENCE:.0%} bootstrap interval over "
-        "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. "
+        "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. A prompt "
+        "whose answer was one token on every side (the prefill's, typically the end of text: an instruct model "
+        "given a raw prompt may answer nothing) is left out of n, as nothing was drafted on it, and counted "
+        "under 'one-token answers' where there are any. "
         "**holds**: the interval lies on the claim's side of the paper's threshold; **contradicted**: on the other "
-        "side; **inconclusive**: it straddles the threshold (or n < 2). 'vs no effect' says where the interval lies "
+        f"side; **inconclusive**: it straddles the threshold (or n < {MIN_PROMPTS}: no interval). 'vs no effect' "
+        "says where the interval lies "
         "against no difference (1x or 0%), whatever the paper's size. Copied (answer / prompt): % of the tokens "
         "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
         "(4-grams): small models loop on long answers, which flatters every copying method. tau = tokens per "
@@ -70,6 +84,8 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         t = pd.DataFrame({"model": part.model, "benchmark": part.benchmark, "comparison": part.comparison,
                           "n": part.n, f"ours [{CONFIDENCE:.0%} CI]": [_effect(r) for r in part.itertuples()],
                           "verdict": part.verdict, "vs no effect": part["vs no effect"], "lossless": part.lossless})
+        if part["one-token answers"].any():
+            t["one-token answers"] = part["one-token answers"]
         if claim.flattered:
             t[f"copied {claim.flattered} (answer / prompt %)"] = [_copied(r) for _, r in part.iterrows()]
         if claim.number == 4:
