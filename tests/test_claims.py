@@ -191,7 +191,7 @@ def test_the_summary_says_on_how_many_benchmarks_a_claim_was_read():
     assert cells["3. vs balanced trees"] == "not run"
 
 
-def test_prompts_answered_in_one_token_are_left_out_and_counted(tmp_path, capsys):
+def test_prompts_answered_in_one_token_are_left_out_and_counted(tmp_path):
     """SmolLM2 on raw MT-Bench prompts: half its answers were the end of text alone (1 token, 1 forward, nothing
     drafted). Kept, they counted in n, and claim 1 had no interval (a resample of only them has no acceptance
     rate); left out, n is the prompts anything was drafted on, and the page counts the rest."""
