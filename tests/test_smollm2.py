@@ -141,17 +141,14 @@ def test_the_grown_mt_bench_runs_hold_10_and_3_answered_prompts(smollm2):
     """SmolLM2 answers many raw MT-Bench first turns with its end of text alone, which the scorecard leaves out of
     n: the claims profile grows SmolLM2's MT-Bench runs to hold 10 answered prompts (3 for the clock). Checked
     here by each prompt's first greedy token, as the run decodes it (raw, spread order)."""
-    import torch
     from conftest import spec_of
 
     from goose.running.inputs import benchmark_prompts, build_input
+    from goose.running.timing import hf_greedy
 
     model, tok, stops = smollm2
     for experiment, answered in (("claims-local-smollm2-mt-bench", 10), ("claims-speed-local-smollm2-mt-bench", 3)):
         spec = spec_of(f"+experiment={experiment}", "model=smollm2-135m", "benchmark=mt_bench")
         _, prompts = benchmark_prompts(spec)
-        with torch.no_grad():
-            first = [int(model(torch.tensor([build_input(tok, [], p.text, False)])).logits[0, -1].argmax())
-                     for p in prompts]
-        said = [t not in stops for t in first]
+        said = [hf_greedy(model, build_input(tok, [], p.text, False), 1, stops)[0] not in stops for p in prompts]
         assert sum(said) == answered and said[-1], (experiment, [p.id for p in prompts], said)  # none to spare
