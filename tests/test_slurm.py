@@ -80,10 +80,11 @@ def test_a_sweep_on_slurm_gives_the_local_sweeps_tokens(cluster, tmp_path):
     assert on_slurm.returncode == 0, on_slurm.stderr[-3000:] + cluster.log("slurmctld")
     complete(tmp_path / "slurm", 2)
     assert tokens_of(tmp_path / "slurm") == tokens_of(tmp_path / "local")
-    # One array of three jobs, every one COMPLETED in the scheduler's accounting (a job's result reaches the
-    # launcher a moment before the job ends).
+    # One array of three jobs, every one COMPLETED in the scheduler's accounting. A job's result reaches the
+    # launcher a moment before the job ends, and slurmdbd records the end a moment after squeue drops it (CI once
+    # read a task RUNNING there): wait for both, then check the states.
     _wait_for("the jobs to end", lambda: not cluster.jobs(), timeout=120)
-    tasks = accounting(cluster)
+    tasks = _wait_for("sacct to record every job's end", lambda: ended_in_accounting(cluster), timeout=120)
     assert len(tasks) == 3 and set(tasks.values()) == {"COMPLETED"}, tasks
     assert len({j.split("_")[0] for j in tasks}) == 1, tasks
 
@@ -92,6 +93,16 @@ def accounting(cluster: LocalCluster) -> dict[str, str]:
     """sacct: array task id (12_0) -> state, for every array task the cluster ran."""
     lines = cluster.run("sacct", "-n", "-X", "-P", "-o", "JobID,State").splitlines()
     return {j: s for j, s in (line.split("|") for line in lines) if "_" in j}
+
+
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
+
+
+def ended_in_accounting(cluster: LocalCluster, jobs: tuple[str, ...] = ()) -> dict[str, str] | None:
+    """sacct's states once every task in it (or each of `jobs`) has ended there, None before: squeue empties a
+    moment before slurmdbd records the last state."""
+    state = accounting(cluster)
+    return state if state and all(state.get(j, "").startswith(ENDED) for j in jobs or state) else None
 
 
 def _wait_for(what: str, ready, timeout: float = 600):
@@ -151,13 +162,8 @@ def test_cancelled_requeued_and_killed_jobs_complete_on_resubmission(cluster, tm
     _wait_for("the requeued job to finish", lambda: not cluster.jobs())
     rows = rows_of(results)
     assert len(rows.get("ar", [])) < 4 and len(rows.get("goose", [])) < 4, "the faults came too late to test"
-    # squeue empties a moment before sacct records the last state: wait until the three jobs have ended there.
-    ended = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
-
-    def all_ended():
-        state = accounting(cluster)
-        return state if all(state.get(j, "").startswith(ended) for j in (cancelled, requeued, killed)) else None
-    state = _wait_for("sacct to record the three jobs' end", all_ended, timeout=120)
+    state = _wait_for("sacct to record the three jobs' end",
+                      lambda: ended_in_accounting(cluster, (cancelled, requeued, killed)), timeout=120)
     assert state[cancelled].startswith("CANCELLED") and state[killed] in ("FAILED", "CANCELLED"), state
     assert state[requeued] == "COMPLETED", state  # requeued, it ran again and finished
 
