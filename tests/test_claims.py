@@ -2,6 +2,11 @@
 logic (holds, contradicted, inconclusive where the interval straddles the threshold), paired against unpaired
 intervals, and an artifact that is the same bytes when written twice."""
 
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,6 +28,7 @@ from goose.analysis.load import load_rows
 from goose.analysis.scorecard import summary_block
 from goose.storage.result_files import ResultsFile
 
+ROOT = Path(__file__).resolve().parents[1]
 CLAIM = {c.number: c for c in CLAIMS}
 BUDGET = {"pld": "fixed", "tr": "fixed", "lookahead": "fixed", "rest": "fixed"}
 
@@ -215,3 +221,21 @@ def test_prompts_answered_in_one_token_are_left_out_and_counted(tmp_path):
     gap = text.split("## 1.")[1].split("## 2.")[0]
     assert "one-token answers |" in gap and "| pld / tr     |   3 |" in gap
     assert "one-token answers" not in text.split("## 2.")[1]  # a claim without any keeps its columns
+
+
+@pytest.mark.integration
+def test_the_committed_scorecard_is_what_the_committed_rows_give(tmp_path):
+    """docs/results/claims.* are the claims artifact of results/claims-local as committed (HEAD's rows: a sweep
+    writing into this checkout does not move them), by this checkout's code: rows committed without the scorecard
+    regenerated from them, or an analysis change without it, fail here."""
+    head = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "results/claims-local"], capture_output=True)
+    if head.returncode != 0:
+        pytest.skip(f"no committed rows to read (not a git checkout?): {head.stderr.decode().strip()}")
+    tarfile.open(fileobj=io.BytesIO(head.stdout)).extractall(tmp_path, filter="data")
+    out = tmp_path / "artifact"
+    make("claims", load_rows(tmp_path / "results" / "claims-local"), out)
+    for name in ("claims.md", "claims.csv", "claims.png"):
+        assert (out / name).read_bytes() == (ROOT / "docs" / "results" / name).read_bytes(), (
+            f"docs/results/{name} is not what the committed rows give: regenerate it (python -m "
+            "goose.analysis.reproduce claims --results results/claims-local --out docs/results --readme README.md) "
+            "and commit it with the rows")
