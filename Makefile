@@ -160,13 +160,18 @@ CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
 # regenerates the scorecard from them without running anything.
 CLAIMS_RESULTS_local = results/claims-local
 CLAIMS_RESULTS_paper = $(RESULTS)
+# The tau sweep's parts, run side by side (one process, one thread each, per part): the local profile's two
+# halves keep both of this machine's cores busy (run folders are locked: two parts never share one).
+CLAIMS_PARTS_local = humaneval,mbpp,classeval gsm8k,mt_bench
+CLAIMS_PARTS_paper = humaneval,mbpp,classeval,gsm8k,mt_bench
 reproduce-claims:
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) -m goose.experiments.claims_plan --profile paper; exit 0; fi; \
 	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
 	echo "== claims with PROFILE=$(PROFILE) (results in $(CLAIMS_RESULTS_$(PROFILE)))" && \
-	OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models && \
+	printf '%s\n' $(CLAIMS_PARTS_$(PROFILE)) | OMP_NUM_THREADS=1 xargs -P $(words $(CLAIMS_PARTS_$(PROFILE))) -I{} \
+	  $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models benchmark={} && \
 	for more in $(CLAIMS_MORE_$(PROFILE)); do OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=$$more \
 	  results_dir=$(CLAIMS_RESULTS_$(PROFILE)) || exit 1; done && \
 	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models && \
