@@ -271,3 +271,10 @@ def test_hashes_and_ids_that_look_like_numbers_stay_text(tmp_path):
     df = load_rows(tmp_path)
     assert len(df) == 4 and set(df.config_hash) == {"6e6088296560", "1e1234567890"}
     assert sorted(df.prompt_id.unique()) == ["007", "7"]
+
+
+def test_a_missing_or_empty_results_folder_is_one_line_saying_which(tmp_path):
+    with pytest.raises(SystemExit, match="no results folder .*nope: give --results the results_dir a sweep wrote"):
+        load_rows(tmp_path / "nope")
+    with pytest.raises(SystemExit, match="no results.csv under .*: run a sweep into it first"):
+        load_rows(tmp_path)

@@ -53,7 +53,10 @@ def read_files(root: str | Path) -> pd.DataFrame:
     """Every intact row of every results.csv under `root`, as text, upgraded to this schema."""
     files = sorted(p for p in Path(root).rglob("results.csv") if "references" not in p.parts)
     if not files:
-        raise SystemExit(f"no results.csv under {root}: run the experiment first")
+        if not Path(root).is_dir():
+            raise SystemExit(f"no results folder {root}: give --results the results_dir a sweep wrote (the claims "
+                             "scorecard's: results/claims-local)")
+        raise SystemExit(f"no results.csv under {root}: run a sweep into it first (results_dir={root})")
     frames = []
     for f in files:
         results = ResultsFile(f)
