@@ -166,7 +166,7 @@ def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
     again = [p.read_bytes() for p in make("claims", df, tmp_path / "b")]
     assert first == again and len(first) == 3
     text = first[0].decode()
-    assert "Measured: 2026-12-03 on: cpu (1 thread), float32" in text[:600]
+    assert "Measured: 2026-12-03 on: cpu with 1 thread; float32" in text[:600]
     assert "| goose vs pld |" in text
     assert "4 / 2" in text  # GOOSE's copy split: 15 of 360 tokens repeat its answer, 6 the prompt (%)
     block = summary_block(text)

@@ -199,6 +199,9 @@ def test_speedup_none_reports_tau_only(tiny_folder, tmp_path, run_goose):
     assert "speedup vs AR not measured" in out and "lossless 1/1" in out
     (x,) = all_rows(tmp_path / "res")
     assert x["speedup"] == "" and x["speedup_source"] == "none"
+    # the row says which CPU ran it: its model and the instruction set its kernels dispatch on, not just "cpu"
+    import torch
+    assert x["device_name"].endswith(f"({torch.backends.cpu.get_cpu_capability()})") and x["device_name"] != "cpu"
 
 
 def test_a_stale_timing_is_flagged_and_left_out():

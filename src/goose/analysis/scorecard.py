@@ -46,11 +46,11 @@ def _copied(r) -> str:
 def _ran_on(rows: pd.DataFrame) -> str:
     days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
     when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
-    devices = ", ".join(sorted({f"{d} ({t} thread{'' if str(t) == '1' else 's'})" if str(t) else str(d)
+    devices = ", ".join(sorted({f"{d} with {t} thread{'' if str(t) == '1' else 's'}" if str(t) else str(d)
                                 for d, t in zip(rows.device_name, rows.threads)}))
     models = ", ".join(f"{m} ({fp[:8]})" for m, fp in sorted(set(zip(rows.model, rows.model_fingerprint))))
     dtypes = ", ".join(sorted(set(rows.dtype.astype(str))))
-    return f"Measured: {when} on: {devices}, {dtypes}; models {models}"
+    return f"Measured: {when} on: {devices}; {dtypes}; models {models}"
 
 
 def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:

@@ -45,7 +45,23 @@ T = TypeVar("T")
 
 
 def device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    """The GPU's name; for a CPU its model and the instruction set ATen's kernels dispatch on (e.g. "AMD EPYC
+    (AVX512)"): rounding, and so a top-k tie, can differ between two CPUs' kernels, so rows and AR references say
+    which ran them."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{_cpu_model()} ({torch.backends.cpu.get_cpu_capability()})"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:  # Linux; platform.processor() is empty there
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
 
 
 def conditions(device: torch.device, backend: str, sweep_id: str) -> dict:
