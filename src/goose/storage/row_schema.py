@@ -91,7 +91,7 @@ COLUMNS: tuple[Column, ...] = (
     _c("host", "text", "where the row was measured"),
     _c("threads", "text", "torch threads"),
     _c("backend", "text", "how the forward ran (engine.backend resolved)"),
-    _c("device_name", "text", "the GPU's name, or the CPU's"),
+    _c("device_name", "text", "the GPU's name, or the CPU's model and kernel instruction set"),
     _c("sweep_id", "text", "the Hydra multirun this row belongs to (blank for a single run)"),
     _c("ar_at", "text", "when the AR timing was taken"),
     _c("ar_host", "text", "where"),
