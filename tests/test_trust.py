@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from test_run import ROOT, rows, run_py
 
 from goose.errors import GooseError
@@ -200,7 +201,6 @@ def test_speedup_none_reports_tau_only(tiny_folder, tmp_path, run_goose):
     (x,) = all_rows(tmp_path / "res")
     assert x["speedup"] == "" and x["speedup_source"] == "none"
     # the row says which CPU ran it: its model and the instruction set its kernels dispatch on, not just "cpu"
-    import torch
     assert x["device_name"].endswith(f"({torch.backends.cpu.get_cpu_capability()})") and x["device_name"] != "cpu"
 
 
