@@ -122,7 +122,7 @@ def test_engine_measures_one_cost_per_width_with_the_widths_taking_turns(tiny, m
     assert engine.measure_cost([1, 8], context_len=32, repeats=2) == pytest.approx([0.001, 0.008])
 
 
-def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkeypatch):
+def test_cost_curve_is_measured_once_and_keyed_by_model_content_and_cpu(tmp_path, monkeypatch):
     import torch
 
     from goose.drafting.budget import cost_curve
@@ -148,6 +148,10 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content(tmp_path, monkey
     assert Engine.calls == 3
     names = sorted(p.name for p in (tmp_path / "profiles").iterdir())
     assert len(names) == 3 and sum("aaaa" in n for n in names) == 2 and all("threads" in n for n in names)
+    # another CPU model (other kernels, other costs) with the same cache folder measures its own curve
+    monkeypatch.setattr("goose.drafting.budget.device_name", lambda device: "Other CPU 9000 (AVX2)")
+    cost_curve(Engine(), a, cpu, torch.float32)
+    assert Engine.calls == 4 and any("Other_CPU_9000_AVX2" in p.name for p in (tmp_path / "profiles").iterdir())
 
 
 def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):

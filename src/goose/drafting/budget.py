@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from goose.drafting.tree import TreeNodes
+from goose.engine.backends import device_name
 from goose.errors import GooseError
 
 if TYPE_CHECKING:
@@ -242,7 +244,7 @@ def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype
     cost revision and the contexts."""
     from goose.paths import cache_root
 
-    where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
+    where = re.sub(r"[^A-Za-z0-9.]+", "_", device_name(device)).strip("_")  # the CPU's model or the GPU's name
     room = getattr(engine, "max_positions", None)  # a model of short context: the widths and contexts that fit
     widths = [w for w in DEFAULT_WIDTHS if room is None or 2 * w <= room] or [1]
     contexts = [c for c in CURVE_CONTEXTS if room is None or c + widths[-1] <= room] or [room - widths[-1]]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 import statistics
 from pathlib import Path
 
 import torch
 
 from goose.drafting.budget import BUSY_SPREAD, COST_PROFILE_VERSION, interpolate, round_spread
+from goose.engine.backends import device_name
 
 
 class CostSurface:
@@ -265,7 +267,7 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
     from goose.paths import cache_root
 
     rows = surface_rows(concurrency)
-    where = device.type if device.type == "cpu" else torch.cuda.get_device_name(device).replace(" ", "_")
+    where = re.sub(r"[^A-Za-z0-9.]+", "_", device_name(device)).strip("_")  # the CPU's model or the GPU's name
     key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
            f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}"
            f"-surface{SURFACE_VERSION}-rows{'-'.join(map(str, rows))}.json")

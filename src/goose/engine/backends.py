@@ -19,6 +19,8 @@ backend only: the backend is part of every config hash, reference key and timing
 
 from __future__ import annotations
 
+import platform
+
 import torch
 from torch import nn
 
@@ -126,3 +128,23 @@ def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work (CUDA): a timer read after this measures the work, not its launch."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def device_name(device: torch.device) -> str:
+    """The GPU's name; for a CPU its model and the instruction set ATen's kernels dispatch on (e.g. "AMD EPYC
+    (AVX512)"): rounding, and so a top-k tie, can differ between two CPUs' kernels, so rows and AR references say
+    which ran them."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{_cpu_model()} ({torch.backends.cpu.get_cpu_capability()})"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:  # Linux; platform.processor() is empty there
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"

@@ -25,12 +25,13 @@ import torch
 
 from goose.benchmarks.prompts import load_prompts
 from goose.drafting.budget import cost_curve
+from goose.engine.backends import device_name
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_model, model_config, stop_ids
 from goose.running.loop import generate
 from goose.running.registry import arm, build_drafters, method_names
-from goose.running.timing import device_name, reference_entry
+from goose.running.timing import reference_entry
 from goose.storage.equality import DIVERGED, EXACT, NUMERICS, classify
 
 REPORT = "docs/trust.md, Equality: open an issue with gpu-check.json"

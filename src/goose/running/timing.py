@@ -18,7 +18,6 @@ batches. Both timers share who goes first (`alternating`) and where each repeat 
 from __future__ import annotations
 
 import os
-import platform
 import socket
 import statistics
 import time
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 import torch
 
 from goose.drafting.contract import Drafter
+from goose.engine.backends import device_name
 from goose.engine.batched import BatchEngine
 from goose.engine.sampling import Sampler, Sampling
 from goose.running.batch_loop import Request, Served, decode_batch
@@ -42,26 +42,6 @@ if TYPE_CHECKING:
 
 MODES = ("interleaved", "cached", "none")
 T = TypeVar("T")
-
-
-def device_name(device: torch.device) -> str:
-    """The GPU's name; for a CPU its model and the instruction set ATen's kernels dispatch on (e.g. "AMD EPYC
-    (AVX512)"): rounding, and so a top-k tie, can differ between two CPUs' kernels, so rows and AR references say
-    which ran them."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return f"{_cpu_model()} ({torch.backends.cpu.get_cpu_capability()})"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:  # Linux; platform.processor() is empty there
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
 
 
 def conditions(device: torch.device, backend: str, sweep_id: str) -> dict:

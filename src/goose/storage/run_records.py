@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from goose.running.timing import device_name
+from goose.engine.backends import device_name
 
 
 def environment(device: torch.device, dtype: torch.dtype) -> dict:
