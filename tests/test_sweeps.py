@@ -145,6 +145,19 @@ def test_reproduce_paper_profile_without_gpu_fails_at_once():
         assert r.returncode != 0 and "PROFILE=paper needs a CUDA GPU" in r.stderr + r.stdout
 
 
+def test_an_unknown_profile_is_one_line_before_anything_runs():
+    import shutil
+
+    if not shutil.which("make"):
+        pytest.skip("needs make")
+    for target in ("reproduce-claims", "reproduce-table2"):
+        r = subprocess.run(["make", "-s", target, "PROFILE=bogus", "PYTHON=false"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+        said = [line for line in r.stderr.splitlines() if not line.startswith("make:")]
+        assert r.returncode == 2 and r.stdout == "" and len(said) == 1
+        assert "PROFILE=bogus" in said[0] and "PROFILE=local" in said[0] and "PROFILE=paper" in said[0]
+
+
 def test_the_slurm_launcher_without_sbatch_is_one_line(monkeypatch):
     import shutil
 

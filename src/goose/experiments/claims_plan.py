@@ -109,7 +109,9 @@ def main(argv: list[str] | None = None) -> None:
           f"{sum(r['gpu_h'] for r in rows):.1f} |")
     print(f"\nCost model: one forward reads every fp16 weight once at {args.efficiency:.0%} of {args.bandwidth_gbs:g} "
           "GB/s; tau " + ("as measured in " + args.results if args.results else f"{DEFAULT_TAU} for every method")
-          + "; each answer its full max_new_tokens. On a CUDA machine with the weights: "
+          + "; each answer its full max_new_tokens. Forwards also count AR's: its reference tokens once per model "
+          "and benchmark, and the timed AR beside every prompt of the clock's runs (claim 4). On a CUDA machine "
+          "with the weights: "
           f"make reproduce-claims PROFILE={args.profile}")
 
 
