@@ -330,7 +330,8 @@ def unknown_choice(argv: list[str]) -> str | None:
         for choice in value.split(","):
             if choice not in known:
                 wrong.append(f"{key}={choice}: no such {group}{close_match(choice, known)}; one of "
-                             f"{', '.join(known)} (or your own {group}/{choice}.yaml in a folder given by hydra.searchpath)")
+                             f"{', '.join(known)} (or your own {group}/{choice}.yaml in a folder given by "
+                             "hydra.searchpath)")
     return ". Also: ".join(wrong) if wrong else None
 
 
