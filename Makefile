@@ -10,6 +10,7 @@ PYTEST = $(PYTHON) -m pytest
 PROFILE ?= $(shell $(PYTHON) -c "import torch; print('paper' if torch.cuda.is_available() else 'local')" 2>/dev/null || echo local)
 RESULTS ?= results/$(PROFILE)
 ARTIFACTS_OUT ?= $(RESULTS)/artifacts
+CHECK_PROFILE = case "$(PROFILE)" in local|paper) ;; *) echo "error: PROFILE=$(PROFILE) is not a profile; use PROFILE=local (this machine's CPU, small models) or PROFILE=paper (a CUDA GPU, the paper's models)" >&2; exit 2;; esac
 GOOSE_CACHE ?= $(HOME)/.cache/goose
 # The analysis logs its tables and figures to one W&B run (offline: no network; `wandb sync` later).
 WANDB_ANALYSIS ?= $(or $(WANDB_MODE),offline)
@@ -85,7 +86,7 @@ datastore-paper:
 	  $(PYTHON) -m goose.methods.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
 
 reproduce-%:
-	@case "$(PROFILE)" in local|paper) ;; *) echo "error: PROFILE=$(PROFILE) is not a profile; use PROFILE=local (this machine's CPU, small models) or PROFILE=paper (a CUDA GPU, the paper's models)" >&2; exit 2;; esac
+	@$(CHECK_PROFILE)
 	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"
 	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
 	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
@@ -166,7 +167,7 @@ CLAIMS_RESULTS_paper = $(RESULTS)
 CLAIMS_PARTS_local = humaneval,mbpp,classeval gsm8k,mt_bench
 CLAIMS_PARTS_paper = humaneval,mbpp,classeval,gsm8k,mt_bench
 reproduce-claims:
-	@case "$(PROFILE)" in local|paper) ;; *) echo "error: PROFILE=$(PROFILE) is not a profile; use PROFILE=local (this machine's CPU, small models) or PROFILE=paper (a CUDA GPU, the paper's models)" >&2; exit 2;; esac
+	@$(CHECK_PROFILE)
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) -m goose.experiments.claims_plan --profile paper; exit 0; fi; \
 	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \

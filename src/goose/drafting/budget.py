@@ -238,19 +238,24 @@ class AutoBudget:
                 "auto_budget_max": max(c) if c else 0}
 
 
+def profile_key(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> str:
+    """What a measured cost depends on, as a file name's stem: the model's content, the device (the CPU's model or
+    the GPU's name), dtype, threads, backend, torch version and the engine's cost revision."""
+    where = re.sub(r"[^A-Za-z0-9.]+", "_", device_name(device)).strip("_")
+    return (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
+            f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}")
+
+
 def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> CostCurve:
     """The verification cost curve of this model on this machine, after each of CURVE_CONTEXTS tokens, measured
     once and cached, keyed by the model's content, device, dtype, threads, backend, torch version, the engine's
     cost revision and the contexts."""
     from goose.paths import cache_root
 
-    where = re.sub(r"[^A-Za-z0-9.]+", "_", device_name(device)).strip("_")  # the CPU's model or the GPU's name
     room = getattr(engine, "max_positions", None)  # a model of short context: the widths and contexts that fit
     widths = [w for w in DEFAULT_WIDTHS if room is None or 2 * w <= room] or [1]
     contexts = [c for c in CURVE_CONTEXTS if room is None or c + widths[-1] <= room] or [room - widths[-1]]
-    key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
-           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}"
-           f"-ctx{'-'.join(map(str, contexts))}.json")
+    key = f"{profile_key(engine, model, device, dtype)}-ctx{'-'.join(map(str, contexts))}.json"
     path = cache_root() / "profiles" / key
     if path.is_file():
         return CostCurve.load(path)

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import heapq
 import json
-import re
 import statistics
 from pathlib import Path
 
 import torch
 
-from goose.drafting.budget import BUSY_SPREAD, COST_PROFILE_VERSION, interpolate, round_spread
-from goose.engine.backends import device_name
+from goose.drafting.budget import BUSY_SPREAD, interpolate, profile_key, round_spread
 
 
 class CostSurface:
@@ -267,10 +265,7 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
     from goose.paths import cache_root
 
     rows = surface_rows(concurrency)
-    where = re.sub(r"[^A-Za-z0-9.]+", "_", device_name(device)).strip("_")  # the CPU's model or the GPU's name
-    key = (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
-           f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}"
-           f"-surface{SURFACE_VERSION}-rows{'-'.join(map(str, rows))}.json")
+    key = f"{profile_key(engine, model, device, dtype)}-surface{SURFACE_VERSION}-rows{'-'.join(map(str, rows))}.json"
     path = cache_root() / "profiles" / key
     if path.is_file():
         return CostSurface.load(path)
