@@ -11,6 +11,8 @@ PROFILE ?= $(shell $(PYTHON) -c "import torch; print('paper' if torch.cuda.is_av
 RESULTS ?= results/$(PROFILE)
 ARTIFACTS_OUT ?= $(RESULTS)/artifacts
 CHECK_PROFILE = case "$(PROFILE)" in local|paper) ;; *) echo "error: PROFILE=$(PROFILE) is not a profile; use PROFILE=local (this machine's CPU, small models) or PROFILE=paper (a CUDA GPU, the paper's models)" >&2; exit 2;; esac
+CHECK_GPU = $(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
+  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 GOOSE_CACHE ?= $(HOME)/.cache/goose
 # The analysis logs its tables and figures to one W&B run (offline: no network; `wandb sync` later).
 WANDB_ANALYSIS ?= $(or $(WANDB_MODE),offline)
@@ -87,9 +89,8 @@ datastore-paper:
 
 reproduce-%:
 	@$(CHECK_PROFILE)
+	@$(CHECK_GPU)
 	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"
-	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
-	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	@if [ "$*" = all-methods ]; then $(MAKE) --no-print-directory datastore-$(PROFILE); fi
 	$(PYTHON) run.py -m +experiment=$(EXPERIMENT_$*)-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) -m goose.analysis.reproduce $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
@@ -114,9 +115,9 @@ ARTIFACT_synergy = synergy synergy_published source_gap synergy_figure spine_con
 # Sampling: every method at temperature 0 (greedy), 0.3, 0.7 and 1.0 (top_p 0.95, seed 0), plus seed 1
 # at 0.7; table, outputs check and figure of tau vs temperature.
 reproduce-sampling:
+	@$(CHECK_PROFILE)
+	@$(CHECK_GPU)
 	@echo "== sampling with PROFILE=$(PROFILE) (results in $(RESULTS))"
-	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
-	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	@$(MAKE) --no-print-directory datastore-$(PROFILE)
 	$(PYTHON) run.py -m +experiment=sampling-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=sampling_seeds-$(PROFILE) results_dir=$(RESULTS)
@@ -125,9 +126,9 @@ reproduce-sampling:
 # Spec-Bench: its six categories, three full passes (trial=1,2,3) of AR, PLD, TR, Lookahead, REST,
 # SuffixDecoding and GOOSE (B=60, then budget=auto); table (mean +- std per category) and figure.
 reproduce-spec-bench:
+	@$(CHECK_PROFILE)
+	@$(CHECK_GPU)
 	@echo "== spec-bench with PROFILE=$(PROFILE) (results in $(RESULTS))"
-	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
-	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	@$(MAKE) --no-print-directory datastore-$(PROFILE)
 	@# One sweep id for both sweeps: GOOSE budget=auto divides by the AR timings of the first (cached).
 	export GOOSE_SWEEP_ID=$${GOOSE_SWEEP_ID:-spec-bench-$$(date +%Y%m%dT%H%M%S)}; \
@@ -138,9 +139,9 @@ reproduce-spec-bench:
 # Speedup against concurrency: AR, PLD, TR, SuffixDecoding, GOOSE at B=60, then PLD and GOOSE with budget=auto, each
 # at concurrency 1, 4, 16 (paper: up to 64) against batched AR at the same concurrency; table and figure.
 reproduce-concurrency:
+	@$(CHECK_PROFILE)
+	@$(CHECK_GPU)
 	@echo "== concurrency with PROFILE=$(PROFILE) (results in $(RESULTS))"
-	@$(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'paper' or torch.cuda.is_available() else \
-	  'error: PROFILE=paper needs a CUDA GPU and the paper models; use PROFILE=local on this machine')"
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS) method=pld,goose budget=auto
 	$(PYTHON) -m goose.analysis.reproduce concurrency concurrency_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) \

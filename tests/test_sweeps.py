@@ -151,7 +151,8 @@ def test_an_unknown_profile_is_one_line_before_anything_runs():
 
     if not shutil.which("make"):
         pytest.skip("needs make")
-    for target in ("reproduce-claims", "reproduce-table2"):
+    for target in ("reproduce-claims", "reproduce-table2", "reproduce-sampling", "reproduce-spec-bench",
+                   "reproduce-concurrency"):
         # As a user types it: CI calls pytest from `make test`, whose MAKELEVEL would make this a sub-make ("make[1]:")
         env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
         r = subprocess.run(["make", "-s", target, "PROFILE=bogus", "PYTHON=false"], cwd=ROOT, capture_output=True,
