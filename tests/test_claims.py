@@ -4,6 +4,7 @@ intervals, and an artifact that is the same bytes when written twice."""
 
 import io
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -239,3 +240,134 @@ def test_the_committed_scorecard_is_what_the_committed_rows_give(tmp_path):
             f"docs/results/{name} is not what the committed rows give: regenerate it (python -m "
             "goose.analysis.reproduce claims --results results/claims-local --out docs/results --readme README.md) "
             "and commit it with the rows")
+
+
+def _rows(root, method, steps, bench="humaneval", n_new=512, folder="", config="", budget=None, **per_row):
+    """put() with the settings that make a benchmark label (max_new_tokens against the paper's length) and a
+    configuration (its hash, its drafter settings) explicit."""
+    budget = budget or BUDGET.get(method, "60")
+    config = config or f"{bench}-{method}-{budget}-N{n_new}"
+    f = ResultsFile(root / "m" / bench / method / (folder or config) / "results.csv")
+    for i, n in enumerate(steps):
+        extra = {k: (v[i] if isinstance(v, list) else v) for k, v in per_row.items()}
+        f.append({"model": "m", "benchmark": bench, "method": method, "budget": budget, "prompt_id": str(i),
+                  "new_tokens": 120, "steps": n, "tau": 120 / n, "wall_s": 1.0, "tokens_per_s": 120,
+                  "lossless": True, "equality": "exact", "config_hash": config, "speedup_source": "none",
+                  "timed_at": "2026-12-03T10:00:00+0000", "device_name": "cpu", "threads": 1, "dtype": "float32",
+                  "model_fingerprint": "abcdef0123", "prompts_fingerprint": "p", "max_new_tokens": n_new,
+                  "benchmark.paper_max_new_tokens": 512, **extra})
+
+
+TIMED = dict(speedup_source="interleaved", host="h", ar_host="h", ar_threads=1, torch="t", ar_torch="t", backend="eager",
+             ar_backend="eager", ar_device_name="cpu", mean_width=10.0)
+
+
+def test_a_benchmark_read_under_several_labels_is_one_benchmark(tmp_path, capsys):
+    """PLD and TR on HumanEval at five answer lengths gave claim 1 "1 / 4 / 0" with no "(1 of 5)": one benchmark
+    and three prompts read five times; the demo's 128-token GOOSE rows beside the claims' gave claim 4 eleven
+    comparisons where five benchmarks x two budgets allow ten."""
+    root = tmp_path / "r"
+    for n_new in (64, 128, 256, 512, 1024):
+        _rows(root, "pld", [40, 40, 40], n_new=n_new, accepted=[30, 20, 10], drafted=[100, 100, 100])
+        _rows(root, "tr", [40, 40, 40], n_new=n_new, accepted=[10, 10, 10], drafted=[500, 500, 500])
+    for n_new in (128, 512):  # the demo's length and the paper's
+        for budget in ("60", "auto"):
+            _rows(root, "goose", [30, 30, 30], n_new=n_new, budget=budget, wall_s=[1.0, 2.0, 1.0],
+                  ar_wall_s=[3.0, 5.0, 4.0], speedup=[3.0, 2.5, 4.0], **TIMED)
+    c = card(root)
+    gap = c.loc[1]
+    assert len(gap) == 1 and gap.iloc[0]["read as"] == "humaneval [max_new_tokens=512]"
+    assert "paper's protocol" in gap.iloc[0]["why this label"]
+    assert len(c.loc[4]) == 2 and set(c.loc[4]["read as"]) == {"humaneval [max_new_tokens=512]"}
+    cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
+    assert cells["1. source gap"] == "1 / 0 / 0 (1 of 5 benchmarks)"
+    assert cells["4. lossless speedup"].endswith("(1 of 5 benchmarks)")
+    assert sum(int(v) for v in cells["4. lossless speedup"].split(" (")[0].split(" / ")) == 2
+    text = make("claims", load_rows(root), tmp_path / "out")[0].read_text()
+    assert "humaneval [max_new_tokens=512]" in text.split("## 1.")[1].split("## 2.")[0]
+
+
+def test_a_benchmark_outside_the_papers_five_is_not_counted(tmp_path, capsys):
+    root = tmp_path / "r"
+    for bench in ("humaneval", "jsonl"):
+        _rows(root, "pld", [40, 40, 40], bench=bench, accepted=[30, 20, 10], drafted=[100, 100, 100])
+        _rows(root, "tr", [40, 40, 40], bench=bench, accepted=[10, 10, 10], drafted=[500, 500, 500])
+    c = card(root)
+    assert set(c.benchmark) == {"humaneval"}
+    assert "left out jsonl: not one of the paper's five benchmarks" in capsys.readouterr().out
+
+
+def test_the_claims_read_the_default_configuration_and_name_it(tmp_path, capsys):
+    """A use_confidence=false GOOSE run on 5 prompts beside the default on 4 was the one read (the most prompts),
+    named only on stdout; claims.md and claims.csv said "goose"."""
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 40, 20, 24], config="default-goose", **{"method.drafter.use_confidence": True})
+    _rows(root, "goose", [90, 90, 90, 90, 90], config="no-confidence-goose",
+          **{"method.drafter.use_confidence": False})
+    _rows(root, "iso3", [40, 48, 30, 36])
+    row = card(root).loc[(3, "goose vs iso3")]
+    assert row.n == 4 and row.effect == pytest.approx((154 / 114 - 1) * 100)
+    assert "goose default-goose" in row.configurations
+    said = capsys.readouterr().out
+    assert "not read: goose B=60 config no-confidence-goose (5 prompts): not the method's default: " \
+           "use_confidence=False (default True)" in said
+    out = tmp_path / "out"
+    make("claims", load_rows(root), out)
+    text = (out / "claims.md").read_text().split("## Configurations")[1]
+    assert "default-goose" in text and "no-confidence-goose" in text.split("Not read:")[1]
+    assert "goose default-goose" in set(pd.read_csv(out / "claims.csv").configurations.str.split("; ").sum())
+
+
+def test_only_non_default_configurations_are_not_read(tmp_path, capsys):
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 40, 20, 24], **{"method.drafter.use_confidence": False})
+    _rows(root, "iso3", [40, 48, 30, 36])
+    _rows(root, "goose-no-bigram", [33, 44, 22, 26])
+    with pytest.raises(SystemExit, match="no claim could be read"):
+        card(root)
+    line = next(x for x in capsys.readouterr().out.splitlines() if "not read where a side has no rows" in x)
+    assert "goose" in line.split(": ")[-1].split(", ")
+
+
+def test_a_lossy_comparison_never_holds(tmp_path):
+    """GOOSE rows marked lossless=False / equality=diverged gave claim 4 "7.05x holds" with lossless 0/3 in the
+    next column; bf16 and GPU runs write such rows for real. In half precision a numerics row (a near-tie decided
+    the other way) is as good as exact."""
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 30, 30], wall_s=[1.0, 1.0, 1.0], ar_wall_s=[7.0, 7.0, 7.2], speedup=[7.0, 7.0, 7.2],
+          lossless=False, equality="diverged", **TIMED)
+    _rows(root, "iso3", [40, 48, 30])
+    c = card(root)
+    speed = c.loc[(4, "goose B=60")]
+    assert speed.verdict == "not lossless" and "3 of 3 rows are not AR's tokens (equality diverged)" in \
+        speed["not counted because"]
+    assert c.loc[(3, "goose vs iso3"), "verdict"] == "not lossless"
+    cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
+    assert cells["4. lossless speedup"].startswith("0 / 0 / 0 (+1 not lossless, not counted)")
+    assert cells["3. vs balanced trees"].startswith("0 / 0 / 0 (+1 not lossless, not counted)")
+    half = tmp_path / "half"
+    _rows(half, "goose", [30, 30, 30], dtype="float16", lossless=[True, False, True],
+          equality=["exact", "numerics", "exact"])
+    _rows(half, "iso3", [60, 60, 60], dtype="float16")
+    assert card(half).loc[(3, "goose vs iso3"), "verdict"] == HOLDS  # float16, a numerics row: counted
+
+
+@pytest.mark.parametrize("readme, says", [
+    ("# x\n<!-- summary -->\nold\n", "found 1 <!-- summary --> and 0 <!-- /summary -->"),
+    ("# x\n<!-- /summary -->\nold\n<!-- summary -->\n", "in the wrong order"),
+    (None, "no such file"),
+])
+def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_path, readme, says):
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 40, 20, 24])
+    _rows(root, "iso3", [40, 48, 30, 36])
+    path = tmp_path / "README.md"
+    if readme is not None:
+        path.write_text(readme)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "goose.analysis.reproduce", "claims", "--results", str(root),
+                          "--out", str(out), "--readme", str(path)], capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().count("\n") == 0 and says in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists() or not any(out.iterdir())
+    assert readme is None or path.read_text() == readme

@@ -34,11 +34,14 @@ from goose.analysis.paper import (
     SOURCE_GAP_RATIO,
     SYNERGY_GAIN_PCT,
 )
+from goose.analysis.selection import DEFAULT, configurations, labels, not_read, paper_benchmarks, pick
 from goose.storage.metrics import FIXED
 
 CONFIDENCE, RESAMPLES, SEED = 0.95, 9999, 0
 MIN_PROMPTS = 3  # fewer give no interval: two prompts have three distinct resamples, an interval of nothing
 HOLDS, CONTRADICTED, INCONCLUSIVE = "holds", "contradicted", "inconclusive"
+NOT_LOSSLESS = "not lossless"  # a comparison whose rows are not all AR's tokens: never counted as a verdict
+HALF = ("float16", "bfloat16")  # where `numerics` (a near-tie decided the other way) is as good as exact
 COLUMNS = ("new_tokens", "steps", "accepted", "drafted", "wall_s", "ar_wall_s")
 
 
@@ -162,32 +165,13 @@ def verdict(claim: Claim, low: float, high: float) -> str:
 
 
 # --- comparisons per model x benchmark ---------------------------------------------------------------------
-def pick(cell: pd.DataFrame, method: str, budget: str = CLAIMS_BUDGET) -> pd.DataFrame:
-    """The rows of `method`'s configuration at `budget` (or `fixed`, for a method no budget changes): where
-    several ran (another memory mode, timed or not), the one with the most prompts."""
-    g = cell[(cell.method == method) & cell.budget.isin([budget, FIXED])]
-    if g.empty:
-        return g
-    sizes = g.groupby("config_hash").prompt_id.nunique()
-    best = sizes[sizes == sizes.max()].index.min()
-    return g[g.config_hash == best]
-
-
-def say_choices(cell: pd.DataFrame) -> None:
-    """One line per method of a model x benchmark that ran several configurations at the claims' budget: which
-    one the claims read (pick) and that the others are left out; one line for rows at budgets no claim reads."""
+def say_budgets(cell: pd.DataFrame) -> None:
+    """One line for rows of a model x benchmark at budgets no claim reads."""
     other = cell[~cell.budget.isin([CLAIMS_BUDGET, FIXED, "auto"])]
     if not other.empty:
         which = "; ".join(f"{m} B={', '.join(sorted(set(g.budget)))} ({len(g)})" for m, g in other.groupby("method"))
         print(f"[analysis] claims: {cell.model.iloc[0]} / {cell.benchmark.iloc[0]}: left out {len(other)} row(s) at "
               f"budgets no claim reads ({which}): the claims read B={CLAIMS_BUDGET}, and B=auto for the clock")
-    for method, g in cell[cell.budget.isin([CLAIMS_BUDGET, FIXED])].groupby("method"):
-        if g.config_hash.nunique() > 1:
-            chosen = pick(cell, method)
-            kinds = sorted(v for v in set(g.variant) if v) or sorted(set(g.config_hash))
-            print(f"[analysis] claims: {g.model.iloc[0]} / {g.benchmark.iloc[0]}: {method} ran "
-                  f"{g.config_hash.nunique()} configurations ({'; '.join(kinds)}); the claims read config "
-                  f"{chosen.config_hash.iloc[0]} ({chosen.prompt_id.nunique()} prompts, the most), not the others")
 
 
 def _arrays(g: pd.DataFrame) -> dict:
@@ -239,61 +223,117 @@ def _copy_split(g: pd.DataFrame) -> tuple[float, float]:
     return 100 * g.copied_answer.sum() / total, 100 * g.copied_prompt.sum() / total
 
 
-def _lossless(sides: list[pd.DataFrame]) -> str:
+def _lossless(sides: list[pd.DataFrame]) -> tuple[str, str]:
+    """(lossless rows / rows, why the comparison cannot be counted: "" where every row gave AR's tokens; in half
+    precision a `numerics` row, a near-tie decided the other way, counts as AR's)."""
     rows = pd.concat(sides)
-    return f"{int(rows.lossless.sum())}/{len(rows)}"
+    ok = rows.lossless | (rows.dtype.astype(str).isin(HALF) & rows.equality.isin(["exact", "numerics"]))
+    why = "" if ok.all() else (f"{int((~ok).sum())} of {len(rows)} rows are not AR's tokens (equality "
+                               f"{', '.join(sorted(set(rows.equality[~ok].astype(str))))}): a lossy speedup or tau "
+                               "is no evidence for a lossless method")
+    return f"{int(rows.lossless.sum())}/{len(rows)}", why
+
+
+def _configs(sides: list[pd.DataFrame]) -> list[dict]:
+    """The configuration each side read: its method, budget, hash, prompts and what it sets otherwise than its
+    method's default."""
+    out = []
+    for s in sides:
+        c = configurations(s).iloc[0]
+        out.append({"method": s.method.iloc[0], "budget": s.budget.iloc[0], "config": c.config_hash,
+                    "settings": c.settings or "default unknown"})
+    return out
+
+
+def _first_read(tried: list[tuple[str, list, str]], k: int) -> tuple[str, str, tuple] | None:
+    """The first benchmark label (in the order selection.labels tries them) where comparison `k` has every side."""
+    for label, comps, why in tried:
+        if not any(s.empty for s in comps[k][2]):
+            return label, why, comps[k]
+    return None
 
 
 def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     """One row per claim x model x benchmark x comparison: n, the effect and its interval, the paper's
-    number, the verdict, losslessness of the rows behind it, and (where copying flatters the claim) the
-    copy split of the method it flatters."""
-    out = []
-    for (model, bench), cell in df.groupby(["model", "benchmark"], sort=True):
-        say_choices(cell)
+    number, the verdict, losslessness of the rows behind it, the configurations read and (where copying
+    flatters the claim) the copy split of the method it flatters. Each of the paper's five benchmarks is read
+    once, under one label (selection.labels); each side is its method's default configuration (selection.pick).
+    `attrs["not read"]` lists the configurations no comparison read."""
+    out, read, cells, configs = [], set(), [], []
+    for (model, bench), rows in paper_benchmarks(df).groupby(["model", "benchmark_name"], sort=True):
+        options = labels(rows)
+        for _, cell, _ in options:
+            say_budgets(cell)
+        cells += [cell for _, cell, _ in options]
         missing: set[str] = set()
         for claim in CLAIMS:
-            for label, names, sides, stat in _comparisons(cell, claim):
-                if any(s.empty for s in sides):
+            tried = [(label, _comparisons(cell, claim), why) for label, cell, why in options]
+            for k in range(len(tried[0][1])):
+                chosen = _first_read(tried, k)
+                if chosen is None:
+                    names, sides = tried[0][1][k][1:3]
                     missing |= {m for m, s in zip(names, sides) if s.empty}
                     continue
-                kept = common_prompts(pd.concat(sides), f"claims {claim.number} {label}")
-                sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in sides]
-                sides, one_token = _without_one_token_answers(sides)
-                if sides[0].empty and one_token:
-                    print(f"[analysis] claims {claim.number} {label}: {model} / {bench}: every prompt's answer is "
-                          "one token (the prefill's): nothing drafted, not compared")
+                label_read, why_label, (label, _, sides, stat) = chosen
+                row = _compare(claim, model, bench, label, sides, stat)
+                if row is None:
                     continue
-                if sides[0].empty:
-                    print(f"[analysis] claims {claim.number} {label}: {model} / {bench}: its sides ran no prompt in "
-                          "common (other prompt ids, or other texts under the same ids): not compared")
-                    continue
-                effect, low, high = interval(stat, [_arrays(s) for s in sides], paired=True)
-                scale = (lambda v: v) if claim.unit == "x" else (lambda v: (v - 1) * 100)
-                effect, low, high = scale(effect), scale(low), scale(high)
-                flat = next((s for s in sides if claim.flattered and s.method.iloc[0] == claim.flattered), sides[0])
-                answer, prompt = _copy_split(flat) if claim.flattered else (float("nan"), float("nan"))
-                row = {"claim": claim.number, "name": claim.name, "model": model, "benchmark": bench,
-                       "comparison": label, "n": len(sides[0]), "one-token answers": one_token,
-                       "effect": effect, "low": low, "high": high,
-                       "unit": claim.unit, "paper": claim.paper, "threshold": claim.threshold,
-                       "verdict": verdict(claim, low, high),
-                       "vs no effect": _direction(claim, low, high), "lossless": _lossless(sides),
-                       "copied answer %": answer, "copied prompt %": prompt}
-                if claim.number == 4:
-                    s = sides[0]
-                    row.update({"tau": s.new_tokens.sum() / s.steps.sum(),
-                                "AR ms/token": 1e3 * s.ar_wall_s.sum() / s.new_tokens.sum(),
-                                "GOOSE ms/forward": 1e3 * s.wall_s.sum() / s.steps.sum(),
-                                "nodes/forward": (s.mean_width * (s.steps - 1)).sum() / max(1, (s.steps - 1).sum())})
+                read |= {s.config_hash.iloc[0] for s in sides}
+                configs += [{"model": model, "benchmark": row["benchmark"], **c} for c in row.pop("_configs")]
+                labels_here = [lab for lab, _, _ in options]
+                row.update({"read as": label_read if len(options) > 1 or label_read != bench else "",
+                            "why this label": why_label if len(options) > 1 else "",
+                            "labels not read": ", ".join(lab for lab in labels_here if lab != label_read)})
                 out.append(row)
         if missing:
-            print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows at the claims' budget: "
-                  f"{', '.join(sorted(missing))}")
+            print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows of its default "
+                  f"configuration at the claims' budget: {', '.join(sorted(missing))}")
     if not out:
         raise SystemExit("claims: no claim could be read: run `make reproduce-claims` (GOOSE and the methods it is "
-                         "compared with, on the same model and benchmark)")
-    return pd.DataFrame(out)
+                         "compared with, on the same model and one of the paper's five benchmarks)")
+    card = pd.DataFrame(out)
+    skipped = [not_read(c, read) for c in cells]
+    card.attrs["read"] = pd.DataFrame(configs).drop_duplicates(ignore_index=True)
+    card.attrs["not read"] = pd.concat([s for s in skipped if not s.empty] or [pd.DataFrame()], ignore_index=True)
+    for r in card.attrs["not read"].itertuples():
+        print(f"[analysis] claims: {r.model} / {r.benchmark}: not read: {r.method} B={r.budget} config {r.config} "
+              f"({r.prompts} prompts): {r[-1]}")
+    return card
+
+
+def _compare(claim: Claim, model: str, bench: str, label: str, sides: list[pd.DataFrame],
+             stat: Statistic) -> dict | None:
+    """One comparison's row of the scorecard, or None (said why) where its sides share no prompt to compare."""
+    kept = common_prompts(pd.concat(sides), f"claims {claim.number} {label}")
+    sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in sides]
+    sides, one_token = _without_one_token_answers(sides)
+    if sides[0].empty:
+        why = ("every prompt's answer is one token (the prefill's): nothing drafted" if one_token else
+               "its sides ran no prompt in common (other prompt ids, or other texts under the same ids)")
+        print(f"[analysis] claims {claim.number} {label}: {model} / {bench}: {why}, not compared")
+        return None
+    effect, low, high = interval(stat, [_arrays(s) for s in sides], paired=True)
+    scale = (lambda v: v) if claim.unit == "x" else (lambda v: (v - 1) * 100)
+    effect, low, high = scale(effect), scale(low), scale(high)
+    flat = next((s for s in sides if claim.flattered and s.method.iloc[0] == claim.flattered), sides[0])
+    answer, prompt = _copy_split(flat) if claim.flattered else (float("nan"), float("nan"))
+    lossless, lossy = _lossless(sides)
+    row = {"claim": claim.number, "name": claim.name, "model": model, "benchmark": bench,
+           "comparison": label, "n": len(sides[0]), "one-token answers": one_token,
+           "effect": effect, "low": low, "high": high,
+           "unit": claim.unit, "paper": claim.paper, "threshold": claim.threshold,
+           "verdict": NOT_LOSSLESS if lossy else verdict(claim, low, high), "not counted because": lossy,
+           "vs no effect": _direction(claim, low, high), "lossless": lossless,
+           "copied answer %": answer, "copied prompt %": prompt, "_configs": _configs(sides)}
+    row["configurations"] = "; ".join(f"{c['method']} {c['config']}" + ("" if c["settings"] == DEFAULT else
+                                      f" ({c['settings']})") for c in row["_configs"])
+    if claim.number == 4:
+        s = sides[0]
+        row.update({"tau": s.new_tokens.sum() / s.steps.sum(),
+                    "AR ms/token": 1e3 * s.ar_wall_s.sum() / s.new_tokens.sum(),
+                    "GOOSE ms/forward": 1e3 * s.wall_s.sum() / s.steps.sum(),
+                    "nodes/forward": (s.mean_width * (s.steps - 1)).sum() / max(1, (s.steps - 1).sum())})
+    return row
 
 
 def _direction(claim: Claim, low: float, high: float) -> str:
@@ -310,8 +350,9 @@ def _direction(claim: Claim, low: float, high: float) -> str:
 
 
 def summary(card: pd.DataFrame) -> pd.DataFrame:
-    """Per claim (every one, read or not) and model: of its comparisons over the benchmarks, how many hold,
-    are inconclusive, are contradicted; a cell read on fewer than the paper's five benchmarks says on how many."""
+    """Per claim (every one, read or not) and model: of its comparisons over the paper's five benchmarks, how many
+    hold, are inconclusive, are contradicted; a cell read on fewer than the five says on how many, and one whose
+    rows were not all lossless counts those comparisons apart."""
     counts = card.groupby(["claim", "model"]).verdict.value_counts().unstack(fill_value=0)
     read_on = card.groupby(["claim", "model"]).benchmark.nunique()
     models = sorted(card.model.unique())
@@ -324,6 +365,8 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
                 continue
             c, k = counts.loc[(claim.number, m)], int(read_on.loc[(claim.number, m)])
             row[m] = " / ".join(str(int(c.get(v, 0))) for v in (HOLDS, INCONCLUSIVE, CONTRADICTED))
+            if int(c.get(NOT_LOSSLESS, 0)):
+                row[m] += f" (+{int(c.get(NOT_LOSSLESS, 0))} not lossless, not counted)"
             if k < len(PAPER_BENCHMARKS):
                 row[m] += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
         rows.append(row)

@@ -50,6 +50,15 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(CANNOT_COMPARE)
         print(report)
         sys.exit(status)
+    if args.readme:  # refused before any artifact is written
+        from goose.analysis.scorecard import check_readme
+
+        if "claims" not in args.artifacts and "all" not in args.artifacts:
+            _refuse("--readme takes the claims summary: give it with the claims artifact (reproduce claims --readme F)")
+        try:
+            check_readme(Path(args.readme))
+        except SystemExit as e:
+            _refuse(str(e.code))
     df = load_rows(args.results)
     names = ARTIFACTS if "all" in args.artifacts else args.artifacts
     out = Path(args.out)
@@ -86,6 +95,11 @@ def main(argv: list[str] | None = None) -> None:
     if refused:
         print(f"error: not written: {', '.join(refused)} (the reasons above); the others were", file=sys.stderr)
         sys.exit(2)
+
+
+def _refuse(why: str) -> None:
+    print(f"error: {why}", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ from goose.analysis.claims import (
     HOLDS,
     INCONCLUSIVE,
     MIN_PROMPTS,
+    NOT_LOSSLESS,
     scorecard,
     summary,
 )
 
-COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2"}
+COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", NOT_LOSSLESS: "#8c8c8c"}
 SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
 
 
@@ -64,7 +65,10 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         "given a raw prompt may answer nothing) is left out of n, as nothing was drafted on it, and counted "
         "under 'one-token answers' where there are any. "
         "**holds**: the interval lies on the claim's side of the paper's threshold; **contradicted**: on the other "
-        f"side; **inconclusive**: it straddles the threshold (or n < {MIN_PROMPTS}: no interval). 'vs no effect' "
+        f"side; **inconclusive**: it straddles the threshold (or n < {MIN_PROMPTS}: no interval); **{NOT_LOSSLESS}**: "
+        "some of its rows are not AR's tokens, so it is not counted. Each of the paper's five benchmarks is read "
+        "once (at the paper's answer length with raw prompts where such rows exist), each method in its default "
+        "configuration (the last section lists the configurations read and those left out). 'vs no effect' "
         "says where the interval lies "
         "against no difference (1x or 0%), whatever the paper's size. Copied (answer / prompt): % of the tokens "
         "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
@@ -95,8 +99,30 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
             lines += ["On a CPU a forward over many draft nodes costs several times one token's (GOOSE ms/forward "
                       "against AR ms/token at the nodes it verified): speedup ~ tau x AR ms/token / GOOSE "
                       "ms/forward. On the paper's GPU the two are close, so its speedups track tau.", ""]
+        if part["read as"].ne("").any():
+            t["read as"] = part["read as"]
+        if part["not counted because"].ne("").any():
+            t["not counted because"] = part["not counted because"]
         lines += [t.to_markdown(index=False), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _configurations(card))
+
+
+def _configurations(card: pd.DataFrame) -> list[str]:
+    """The page's last section: every configuration a comparison read (hash, and what it sets otherwise than its
+    method's default), then those left out and why."""
+    read = card.attrs["read"].assign(config=lambda t: [c if s == "default" else f"{c} ({s})"
+                                                       for c, s in zip(t.config, t.settings)])
+    read = read.pivot_table(index=["model", "method", "budget"], columns="benchmark", values="config",
+                            aggfunc=", ".join, fill_value="").reset_index()
+    lines = ["## Configurations", "",
+             "Each side of a comparison is its method's default configuration (conf/method/<name>.yaml over its "
+             "Config), at the claims' budget; where several ran with the default settings (timed or not: the same "
+             "drafts) the one with the most prompts. The config hash read, per benchmark (with any setting "
+             "that differs from the default):", "", read.to_markdown(index=False), ""]
+    skipped = card.attrs.get("not read", pd.DataFrame())
+    if not skipped.empty:
+        lines += ["Not read:", "", skipped.to_markdown(index=False), ""]
+    return lines
 
 
 def figure(card: pd.DataFrame):
@@ -140,11 +166,25 @@ def summary_block(text: str) -> str:
     return text.split(SUMMARY_START, 1)[1].split(SUMMARY_END, 1)[0].strip()
 
 
+def check_readme(readme: Path) -> str:
+    """The text of a file the claims summary can go into, or one line saying why not (before anything is
+    written): it exists and holds the two markers once each, the start before the end."""
+    if not readme.is_file():
+        raise SystemExit(f"--readme {readme}: no such file; give the README that holds the {SUMMARY_START} ... "
+                         f"{SUMMARY_END} block (make reproduce-claims PROFILE=local: README.md)")
+    text = readme.read_text()
+    starts, ends = text.count(SUMMARY_START), text.count(SUMMARY_END)
+    if starts != 1 or ends != 1 or text.index(SUMMARY_START) > text.index(SUMMARY_END):
+        found = f"{starts} {SUMMARY_START} and {ends} {SUMMARY_END}"
+        order = ", in the wrong order" if starts == ends == 1 else ""
+        raise SystemExit(f"--readme {readme}: the claims summary goes between one {SUMMARY_START} line and one "
+                         f"{SUMMARY_END} line after it (found {found}{order}); fix the markers, nothing was written")
+    return text
+
+
 def sync_readme(readme: Path, claims_md: Path) -> bool:
     """Put a written scorecard's summary into `readme` between the same markers; whether it changed."""
-    text, block = readme.read_text(), summary_block(claims_md.read_text())
-    if SUMMARY_START not in text:
-        raise SystemExit(f"{readme} has no {SUMMARY_START} ... {SUMMARY_END} block for the claims summary")
+    text, block = check_readme(readme), summary_block(claims_md.read_text())
     head, rest = text.split(SUMMARY_START, 1)
     new = f"{head}{SUMMARY_START}\n{block}\n{SUMMARY_END}{rest.split(SUMMARY_END, 1)[1]}"
     if new != text:
