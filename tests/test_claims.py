@@ -13,16 +13,14 @@ import pandas as pd
 import pytest
 
 from goose.analysis.artifacts import make
+from goose.analysis.bootstrap import interval, ratio, tau
 from goose.analysis.claims import (
     CLAIMS,
     CONTRADICTED,
     HOLDS,
     INCONCLUSIVE,
-    interval,
-    ratio,
     scorecard,
     summary,
-    tau,
     verdict,
 )
 from goose.analysis.load import load_rows
@@ -258,8 +256,8 @@ def _rows(root, method, steps, bench="humaneval", n_new=512, folder="", config="
                   "benchmark.paper_max_new_tokens": 512, **extra})
 
 
-TIMED = dict(speedup_source="interleaved", host="h", ar_host="h", ar_threads=1, torch="t", ar_torch="t", backend="eager",
-             ar_backend="eager", ar_device_name="cpu", mean_width=10.0)
+TIMED = dict(speedup_source="interleaved", host="h", ar_host="h", ar_threads=1, torch="t", ar_torch="t",
+             backend="eager", ar_backend="eager", ar_device_name="cpu", mean_width=10.0)
 
 
 def test_a_benchmark_read_under_several_labels_is_one_benchmark(tmp_path, capsys):

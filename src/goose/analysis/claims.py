@@ -9,14 +9,22 @@ the line, or n < 3). tau-based claims need no clock; the speedup claim reads the
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from goose.analysis.bootstrap import (
+    COLUMNS,
+    Statistic,
+    acceptance,
+    alone,
+    interval,
+    over_best,
+    ratio,
+    speedup,
+    tau,
+)
 from goose.analysis.comparable import common_prompts
 from goose.analysis.paper import (
     ABLATION_RANGE_PCT,
@@ -37,12 +45,9 @@ from goose.analysis.paper import (
 from goose.analysis.selection import DEFAULT, configurations, labels, not_read, paper_benchmarks, pick
 from goose.storage.metrics import FIXED
 
-CONFIDENCE, RESAMPLES, SEED = 0.95, 9999, 0
-MIN_PROMPTS = 3  # fewer give no interval: two prompts have three distinct resamples, an interval of nothing
 HOLDS, CONTRADICTED, INCONCLUSIVE = "holds", "contradicted", "inconclusive"
 NOT_LOSSLESS = "not lossless"  # a comparison whose rows are not all AR's tokens: never counted as a verdict
 HALF = ("float16", "bfloat16")  # where `numerics` (a near-tie decided the other way) is as good as exact
-COLUMNS = ("new_tokens", "steps", "accepted", "drafted", "wall_s", "ar_wall_s")
 
 
 @dataclass(frozen=True)
@@ -82,74 +87,6 @@ CLAIMS = (
     Claim(7, "ablations cost tau", "each of GOOSE's parts, switched off, costs tau",
           f"{ABLATION_RANGE_PCT[0]}..{ABLATION_RANGE_PCT[1]}% each", 0.0, above=False, strict=True),
 )
-
-
-# --- statistics: effects over per-prompt arrays, gathered through resampled prompt indices ------------------
-def _sum(side: dict, key: str, i: np.ndarray) -> np.ndarray:
-    return side[key][i].sum(axis=-1)
-
-
-def tau(side: dict, i: np.ndarray) -> np.ndarray:
-    """Pooled tau of the prompts `i` (tokens / forwards)."""
-    return _sum(side, "new_tokens", i) / _sum(side, "steps", i)
-
-
-def acceptance(side: dict, i: np.ndarray) -> np.ndarray:
-    """Accepted drafted tokens / drafted tokens over the prompts `i`."""
-    return _sum(side, "accepted", i) / _sum(side, "drafted", i)
-
-
-def speedup(side: dict, i: np.ndarray) -> np.ndarray:
-    """AR's summed wall time / the method's over the prompts `i` (each timed beside the other)."""
-    return _sum(side, "ar_wall_s", i) / _sum(side, "wall_s", i)
-
-
-Statistic = Callable[[list[dict], list[np.ndarray]], np.ndarray]  # the sides, each side's prompt indices
-
-
-def ratio(of: Callable, a: int = 0, b: int = 1) -> Statistic:
-    return lambda sides, ix: of(sides[a], ix[a]) / of(sides[b], ix[b])
-
-
-def alone(of: Callable) -> Statistic:
-    return lambda sides, ix: of(sides[0], ix[0])
-
-
-def over_best(of: Callable) -> Statistic:
-    """Side 0 over the better of the others (chosen in every resample)."""
-    return lambda sides, ix: of(sides[0], ix[0]) / np.maximum.reduce([of(s, i) for s, i in zip(sides[1:], ix[1:])])
-
-
-def interval(statistic: Statistic, sides: list[dict], paired: bool) -> tuple[float, float, float]:
-    """(estimate, low, high): the statistic on every prompt, and its 95% BCa bootstrap interval, resampling
-    prompts: one set of indices for every side when `paired` (the sides hold the same prompts in the same
-    order), else each side its own. NaN bounds where n < MIN_PROMPTS or every resample agrees with no spread
-    to read."""
-    sizes = [len(s["steps"]) for s in sides]
-    if paired:
-        assert len(set(sizes)) == 1, "paired sides hold the same prompts"
-
-        def f(i, axis=-1):
-            return statistic(sides, [i] * len(sides))
-
-        data = (np.arange(sizes[0]),)
-    else:
-        def f(*ix, axis=-1):
-            return statistic(sides, list(ix))
-
-        data = tuple(np.arange(n) for n in sizes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        point = float(f(*data))
-        if min(sizes) < MIN_PROMPTS:
-            return point, float("nan"), float("nan")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for method in ("BCa", "percentile"):  # BCa has no answer where every resample is alike
-                ci = stats.bootstrap(data, f, vectorized=True, paired=False, n_resamples=RESAMPLES, method=method,
-                                     confidence_level=CONFIDENCE, rng=np.random.default_rng(SEED)).confidence_interval
-                if np.isfinite(ci.low) and np.isfinite(ci.high):
-                    return point, float(ci.low), float(ci.high)
-    return point, float("nan"), float("nan")
 
 
 def verdict(claim: Claim, low: float, high: float) -> str:

@@ -9,13 +9,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
 from goose.analysis.claims import (
     CLAIMS,
-    CONFIDENCE,
     CONTRADICTED,
     HOLDS,
     INCONCLUSIVE,
-    MIN_PROMPTS,
     NOT_LOSSLESS,
     scorecard,
     summary,
