@@ -21,10 +21,10 @@ from goose.analysis.claims import (
     INCONCLUSIVE,
     scorecard,
     summary,
-    verdict,
 )
 from goose.analysis.load import load_rows
 from goose.analysis.scorecard import summary_block
+from goose.analysis.verdicts import direction as verdict
 from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +100,7 @@ def test_source_gap_and_speedup_by_hand(tmp_path):
         speedup_source="interleaved", host="h", ar_host="h", ar_threads=1, torch="t", ar_torch="t", backend="b",
         ar_backend="b", ar_device_name="cpu", mean_width=[10.0, 10.0, 10.0])
     c = card(root)
-    assert c.loc[(1, "pld / tr"), "effect"] == pytest.approx(10.0)
+    assert c.loc[(1, "pld / tr standalone"), "effect"] == pytest.approx(10.0)
     s = c.loc[(4, "goose B=60")]
     assert s.effect == pytest.approx(12 / 4) and s.tau == pytest.approx(4.0)
     assert s["AR ms/token"] == pytest.approx(1e3 * 12 / 360) and s["GOOSE ms/forward"] == pytest.approx(1e3 * 4 / 90)
@@ -212,14 +212,14 @@ def test_prompts_answered_in_one_token_are_left_out_and_counted(tmp_path):
                       "speedup_source": "none", "timed_at": "2026-12-03T10:00:00+0000", "device_name": "cpu",
                       "threads": 1, "dtype": "float32", "model_fingerprint": "abcdef0123", "accepted": acc[i],
                       "drafted": dr[i]})
-    row = card(root).loc[(1, "pld / tr")]
-    assert row.n == 3 and row["one-token answers"] == 3
+    row = card(root).loc[(1, "pld / tr standalone")]
+    assert row.n == 3 and row["nothing drafted"] == 3
     assert row.effect == pytest.approx((60 / 300) / (30 / 1500))  # the left-out prompts add nothing to the sums
     assert np.isfinite(row.low) and np.isfinite(row.high)
     text = make("claims", load_rows(root), tmp_path / "out")[0].read_text()
     gap = text.split("## 1.")[1].split("## 2.")[0]
-    assert "one-token answers |" in gap and "| pld / tr     |   3 |" in gap
-    assert "one-token answers" not in text.split("## 2.")[1]  # a claim without any keeps its columns
+    assert "nothing drafted |" in gap and "| pld / tr standalone |   3 |" in gap
+    assert "nothing drafted" not in text.split("## 2.")[1]  # a claim without any keeps its columns
 
 
 @pytest.mark.integration
@@ -273,14 +273,13 @@ def test_a_benchmark_read_under_several_labels_is_one_benchmark(tmp_path, capsys
             _rows(root, "goose", [30, 30, 30], n_new=n_new, budget=budget, wall_s=[1.0, 2.0, 1.0],
                   ar_wall_s=[3.0, 5.0, 4.0], speedup=[3.0, 2.5, 4.0], **TIMED)
     c = card(root)
-    gap = c.loc[1]
-    assert len(gap) == 1 and gap.iloc[0]["read as"] == "humaneval [max_new_tokens=512]"
-    assert "paper's protocol" in gap.iloc[0]["why this label"]
+    gap = c.loc[(1, "pld / tr standalone")]
+    assert gap["read as"] == "humaneval [max_new_tokens=512]" and "paper's protocol" in gap["why this label"]
     assert len(c.loc[4]) == 2 and set(c.loc[4]["read as"]) == {"humaneval [max_new_tokens=512]"}
     cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
-    assert cells["1. source gap"] == "1 / 0 / 0 (1 of 5 benchmarks)"
-    assert cells["4. lossless speedup"].endswith("(1 of 5 benchmarks)")
-    assert sum(int(v) for v in cells["4. lossless speedup"].split(" (")[0].split(" / ")) == 2
+    assert cells["1. source gap"] == "0 / 1 / 0 (1 of 5 benchmarks)"  # GOOSE's own spine / branch: no such columns
+    assert cells["4. lossless speedup"] == "CPU reading, B=60: faster than AR in 1 of 1 (1 of 5 benchmarks)"
+    assert len(c.loc[4]) == 2  # B=60, counted as a reading, and budget=auto beside it
     text = make("claims", load_rows(root), tmp_path / "out")[0].read_text()
     assert "humaneval [max_new_tokens=512]" in text.split("## 1.")[1].split("## 2.")[0]
 
@@ -341,7 +340,7 @@ def test_a_lossy_comparison_never_holds(tmp_path):
         speed["not counted because"]
     assert c.loc[(3, "goose vs iso3"), "verdict"] == "not lossless"
     cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
-    assert cells["4. lossless speedup"].startswith("0 / 0 / 0 (+1 not lossless, not counted)")
+    assert cells["4. lossless speedup"].startswith("CPU reading, B=60: faster than AR in 0 of 0 (+1 not lossless")
     assert cells["3. vs balanced trees"].startswith("0 / 0 / 0 (+1 not lossless, not counted)")
     half = tmp_path / "half"
     _rows(half, "goose", [30, 30, 30], dtype="float16", lossless=[True, False, True],
@@ -369,3 +368,68 @@ def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_
     assert run.stderr.strip().count("\n") == 0 and says in run.stderr and "Traceback" not in run.stderr
     assert not out.exists() or not any(out.iterdir())
     assert readme is None or path.read_text() == readme
+
+
+@pytest.mark.parametrize("low, high, expected", [
+    (14.0, 30.0, "within"), (12.0, 33.0, "within"),  # the whole interval inside +12..+33%
+    (34.0, 90.0, "above"), (-5.0, 11.9, "below"),  # wholly past one end
+    (5.0, 20.0, "inconclusive"), (20.0, 60.0, "inconclusive"), (0.0, 99.0, "inconclusive"),  # overlaps and reaches past
+    (float("nan"), float("nan"), "inconclusive"),
+])
+def test_the_size_verdict_reads_the_interval_against_the_papers_range(low, high, expected):
+    from goose.analysis.verdicts import size
+
+    assert size((12, 33), low, high) == expected
+    assert size(None, low, high) == ""  # a claim of direction only has no size verdict
+
+
+def test_an_ablation_below_the_papers_range_is_said_so():
+    from goose.analysis.verdicts import size
+
+    assert size((-5.1, -2.9), -70.0, -50.0) == "below"  # costs far more than the paper's 3-5%
+    assert size((-5.1, -2.9), -2.0, -1.0) == "above"  # costs less
+    assert size((-5.1, -2.9), -4.0, -3.0) == "within"
+
+
+def test_one_configuration_under_two_names_is_counted_once(tmp_path):
+    """goose-no-context-spine and branches-only are one configuration (GOOSE with context_spine=false): their rows
+    are one measurement, which was counted in claims 2, 6 and 7."""
+    root = tmp_path / "r"
+    put(root, "goose", [30, 40, 20, 24])
+    put(root, "branches-only", [50, 50, 50, 50])
+    put(root, "goose-no-context-spine", [50, 50, 50, 50])
+    put(root, "goose-no-bigram", [33, 44, 22, 26])
+    put(root, "goose-no-prefill-harvest", [33, 44, 22, 26])
+    c = card(root)
+    twin = c.loc[(7, "goose-no-context-spine vs goose")]
+    assert not twin.counted and "the configuration of branches-only" in twin.note
+    assert c.loc[(2, "goose vs branches-only")].counted
+    assert not c.loc[(7, "goose-no-prefill-harvest vs goose")].counted  # no number in the paper
+    bigram = c.loc[(7, "goose-no-bigram vs goose")]
+    assert bigram.counted and bigram.paper == "-3.7%"
+    cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
+    assert cells["7. ablations cost tau"] == "1 / 0 / 0 (1 of 5 benchmarks)"  # no-bigram alone is counted
+    sizes = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m size")]))
+    assert sizes["7. ablations cost tau"] == "0 / 0 / 1 / 0"  # -8.8%, every prompt -8..-10%: below -5.1..-2.9%
+
+
+def test_the_source_gap_is_read_inside_gooses_own_trees(tmp_path):
+    """The paper's claim compares spine against branch acceptance; standalone PLD against TR also measures a chain
+    against a wide tree, so it is shown beside, not counted."""
+    root = tmp_path / "r"
+    put(root, "goose", [30, 30, 30], spine_accepted=[40, 30, 20], spine_drafted=[100, 100, 100],
+        branch_accepted=[5, 5, 5], branch_drafted=[300, 300, 300], drafted=[400, 400, 400])
+    put(root, "pld", [40, 40, 40], accepted=[30, 20, 10], drafted=[100, 100, 100])
+    put(root, "tr", [40, 40, 40], accepted=[10, 10, 10], drafted=[500, 500, 500])
+    c = card(root)
+    own = c.loc[(1, "goose: spine / branch nodes")]
+    assert own.effect == pytest.approx((90 / 300) / (15 / 900)) and own.counted  # 18x
+    assert not c.loc[(1, "pld / tr standalone")].counted
+
+
+def test_the_clock_is_a_cpu_reading_never_contradicted(tmp_path):
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 30, 30], wall_s=[2.0, 2.0, 2.0], ar_wall_s=[1.0, 1.1, 0.9], speedup=[0.5, 0.55, 0.45],
+          **TIMED)
+    row = card(root).loc[(4, "goose B=60")]
+    assert row.verdict == "CPU reading" and row["size"] == "CPU reading: below" and row["vs no effect"] == "below"

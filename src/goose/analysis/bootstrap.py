@@ -90,3 +90,8 @@ def interval(statistic: Statistic, sides: list[dict], paired: bool) -> tuple[flo
 def source_acceptance(source: str) -> Callable:
     """Accepted / drafted tokens of one draft source (`spine`, `branch`) inside the same trees, over the prompts `i`."""
     return lambda side, i: _sum(side, f"{source}_accepted", i) / _sum(side, f"{source}_drafted", i)
+
+
+def within(of: Callable, over: Callable) -> Statistic:
+    """Two statistics of one side, the first over the second (one source's acceptance over another's, same trees)."""
+    return lambda sides, ix: of(sides[0], ix[0]) / over(sides[0], ix[0])

@@ -28,8 +28,9 @@ EQUAL, NOT_EQUAL, CANNOT_COMPARE = 0, 1, 2
 
 
 class CannotCompare(Exception):
-    """The two runs cannot be compared (exit 2): no outputs, damaged outputs, different questions, or runs of
-    another model, sampling, length, chat template or stop rule (one line naming it)."""
+    """The two runs cannot be compared (exit 2): no outputs, damaged outputs, no question in common (runs of two
+    benchmarks), different questions, or runs of another model, sampling, length, chat template or stop rule (one
+    line naming it)."""
 
 
 def outputs_of(folder: Path) -> tuple[Path, dict[str, dict]]:
@@ -172,6 +173,9 @@ class Run:
     def method(self) -> str:
         return self.recorded("method", str((self.config.get("method") or {}).get("name", "?")))
 
+    def benchmark(self) -> str:
+        return str((self.config.get("benchmark") or {}).get("name") or self.recorded("benchmark"))
+
     def header(self) -> dict[str, str]:
         """What the report's header shows of this run."""
         c = self.config
@@ -188,7 +192,7 @@ class Run:
             "dtype": self.setting("dtype"),
             "method": f"{self.method()} (B={self.recorded('budget')}, memory={self.recorded('memory')})",
             "concurrency": _whole(c.get("concurrency", self.recorded("concurrency", "1"))),
-            "benchmark": str((c.get("benchmark") or {}).get("name") or self.recorded("benchmark")),
+            "benchmark": self.benchmark(),
             "backend, device": f"{(c.get('identity') or {}).get('backend') or self.recorded('backend')}, "
                                f"{(c.get('identity') or {}).get('device') or self.recorded('device')}",
         }
@@ -243,6 +247,13 @@ def compare(a: Path, b: Path) -> tuple[str, int]:
     side_a, side_b = Run.of(a), Run.of(b)
     run_a, out_a, run_b, out_b = side_a.folder, side_a.records, side_b.folder, side_b.records
     common = [q for q in out_a if q in out_b]
+    if not common:
+        ba, bb = side_a.benchmark(), side_b.benchmark()
+        which = (f"A is of benchmark {ba}, B of benchmark {bb}" if ba != bb else f"both of benchmark {ba}")
+        raise CannotCompare(f"A and B have no question in common ({which}; A's {len(out_a)} question(s): "
+                            f"{', '.join(list(out_a)[:3])}{', ...' if len(out_a) > 3 else ''}; B's {len(out_b)}: "
+                            f"{', '.join(list(out_b)[:3])}{', ...' if len(out_b) > 3 else ''}): nothing to compare. "
+                            f"A: {run_a}, B: {run_b}")
     other = [q for q in common if out_a[q]["prompt_fingerprint"] != out_b[q]["prompt_fingerprint"]]
     if other:
         raise CannotCompare(f"{len(other)} of the {len(common)} shared question id(s) are different questions in A "

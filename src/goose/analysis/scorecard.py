@@ -10,17 +10,11 @@ import numpy as np
 import pandas as pd
 
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
-from goose.analysis.claims import (
-    CLAIMS,
-    CONTRADICTED,
-    HOLDS,
-    INCONCLUSIVE,
-    NOT_LOSSLESS,
-    scorecard,
-    summary,
-)
+from goose.analysis.claims import CLAIMS, scorecard, summary
+from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 
-COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", NOT_LOSSLESS: "#8c8c8c"}
+COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
+           NOT_LOSSLESS: "#8c8c8c"}
 SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
 
 
@@ -60,12 +54,17 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
         f"Each claim is read per model x benchmark: our effect with its {CONFIDENCE:.0%} bootstrap interval over "
         "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. A prompt "
-        "whose answer was one token on every side (the prefill's, typically the end of text: an instruct model "
-        "given a raw prompt may answer nothing) is left out of n, as nothing was drafted on it, and counted "
-        "under 'one-token answers' where there are any. "
-        "**holds**: the interval lies on the claim's side of the paper's threshold; **contradicted**: on the other "
-        f"side; **inconclusive**: it straddles the threshold (or n < {MIN_PROMPTS}: no interval); **{NOT_LOSSLESS}**: "
-        "some of its rows are not AR's tokens, so it is not counted. Each of the paper's five benchmarks is read "
+        "on which no side drafted anything (typically a one-token answer, the prefill's end of text: an instruct "
+        "model given a raw prompt may answer nothing) is left out of n and counted under 'nothing drafted' where "
+        "there are any. "
+        "Two verdicts per comparison. Direction: **holds**, the interval lies on the claim's side of the paper's "
+        "threshold; **contradicted**, on the other side; **inconclusive**, it straddles the threshold (or n < "
+        f"{MIN_PROMPTS}: no interval). Size, where the paper gives a range (its source is cited under each claim): "
+        "**within** (the whole interval inside the paper's range), **above** or **below** it (the whole interval "
+        "past one end), **inconclusive** (it overlaps the range and reaches past it). A comparison the paper gives "
+        "no number for, or one that repeats another's configurations, is shown with a note and not counted; the "
+        f"clock is a GPU claim and a CPU gives a **{CPU_READING}**, never a verdict; **{NOT_LOSSLESS}**: some of "
+        "its rows are not AR's tokens, so it is not counted. Each of the paper's five benchmarks is read "
         "once (at the paper's answer length with raw prompts where such rows exist), each method in its default "
         "configuration (the last section lists the configurations read and those left out). 'vs no effect' "
         "says where the interval lies "
@@ -73,22 +72,31 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
         "(4-grams): small models loop on long answers, which flatters every copying method. tau = tokens per "
         "target forward, the prefill included.", "",
-        "## Summary (comparisons that hold / are inconclusive / are contradicted)", "",
+        "## Summary", "",
+        "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
+        "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
         SUMMARY_START, summary(card).to_markdown(index=False), SUMMARY_END, "",
     ]
     for claim in CLAIMS:
         part = card[card.claim == claim.number]
         lines += [f"## {claim.number}. {claim.name.capitalize()}: {claim.says}", "",
-                  f"Paper: {claim.paper}; threshold {_number(claim.threshold, claim.unit)} "
-                  f"({'above' if claim.above else 'below'}{', strictly' if claim.strict else ''}).", ""]
+                  f"Paper: {claim.paper} ({claim.source}); direction threshold {_number(claim.threshold, claim.unit)} "
+                  f"({'above' if claim.above else 'below'}{', strictly' if claim.strict else ''})"
+                  + (f"; size range {_number(claim.size[0], claim.unit)} to {_number(claim.size[1], claim.unit)}"
+                     if claim.size else "; no size") + ".", ""]
         if part.empty:
             lines += ["No rows for this claim yet.", ""]
             continue
         t = pd.DataFrame({"model": part.model, "benchmark": part.benchmark, "comparison": part.comparison,
                           "n": part.n, f"ours [{CONFIDENCE:.0%} CI]": [_effect(r) for r in part.itertuples()],
-                          "verdict": part.verdict, "vs no effect": part["vs no effect"], "lossless": part.lossless})
-        if part["one-token answers"].any():
-            t["one-token answers"] = part["one-token answers"]
+                          "verdict": part.verdict, "size": part["size"], "vs no effect": part["vs no effect"],
+                          "lossless": part.lossless})
+        if part.paper.ne(claim.paper).any():
+            t.insert(4, "paper", part.paper)
+        if part.note.ne("").any():
+            t["not counted: what it is"] = part.note
+        if part["nothing drafted"].any():
+            t["nothing drafted"] = part["nothing drafted"]
         if claim.flattered:
             t[f"copied {claim.flattered} (answer / prompt %)"] = [_copied(r) for _, r in part.iterrows()]
         if claim.number == 4:

@@ -71,7 +71,14 @@ def method_defaults(method: str) -> dict[str, str] | None:
         return None
     skip = {f for role in (BUDGET, MEMORY, DATA) for f in role_fields(spec.config, role)}
     values = {k: v for k, v in spec.values().items() if k not in skip}
-    return {k: str(v) for k, v in flat("method.drafter", values).items()}
+    return {"method.drafter._target_": spec.target, **{k: str(v) for k, v in flat("method.drafter", values).items()}}
+
+
+def identical(a: str, b: str) -> bool:
+    """Whether two method names are one configuration (the same drafter class with the same settings: GOOSE's
+    no-context-spine ablation is its branches-only source), so that it is measured and counted once."""
+    da, db = method_defaults(a), method_defaults(b)
+    return da is not None and da == db
 
 
 def differences(row: pd.Series) -> str | None:
