@@ -45,6 +45,13 @@ def put(root, method, steps, bench="humaneval", new=120, model="m", budget=None,
                   "model_fingerprint": "abcdef0123", **extra})
 
 
+def protocol(card: pd.DataFrame, column: str = "m") -> dict:
+    """The summary's cells of the paper's protocol reading: claim -> `column`."""
+    t = summary(card)
+    t = t[t.reading == "paper's protocol"]
+    return dict(zip(t.claim, t[column]))
+
+
 def card(root) -> pd.DataFrame:
     from goose.analysis.artifacts import rows_for
 
@@ -165,12 +172,12 @@ def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
     again = [p.read_bytes() for p in make("claims", df, tmp_path / "b")]
     assert first == again and len(first) == 3
     text = first[0].decode()
-    assert "Measured: 2026-12-03 on: cpu with 1 thread; float32" in text[:600]
+    assert "Measured: 2026-12-03 on: cpu with 1 thread; float32" in text[:2000]
     assert "| goose vs pld |" in text
     assert "4 / 2" in text  # GOOSE's copy split: 15 of 360 tokens repeat its answer, 6 the prompt (%)
     block = summary_block(text)
-    assert "| 5. ahead of peers     | > 0% in every cell | 4 / 0 / 0 (2 of 5 benchmarks) |" in block
-    assert "| 3. vs balanced trees  | +12..+33%          | not run                       |" in block
+    assert "| 5. ahead of peers     | paper's protocol | > 0% in every cell | 4 / 0 / 0 (2 of 5 benchmarks) |" in block
+    assert "| 3. vs balanced trees  | paper's protocol | +12..+33%          | not run                       |" in block
 
 
 def test_the_paper_plan_counts_runs_prompts_and_tokens(capsys):
@@ -190,7 +197,7 @@ def test_the_summary_says_on_how_many_benchmarks_a_claim_was_read():
     five = ["humaneval", "mbpp", "classeval", "gsm8k", "mt_bench"]
     card = pd.DataFrame({"claim": [1] * 5 + [2] * 2, "model": ["m"] * 7, "benchmark": five + five[:2],
                          "verdict": [HOLDS] * 4 + [CONTRADICTED, INCONCLUSIVE, HOLDS]})
-    cells = dict(zip(summary(card).claim, summary(card).m))
+    cells = protocol(card)
     assert cells["1. source gap"] == "4 / 0 / 1"  # every benchmark read: no count
     assert cells["2. non-degradation"] == "1 / 1 / 0 (2 of 5 benchmarks)"
     assert cells["3. vs balanced trees"] == "not run"
@@ -276,7 +283,7 @@ def test_a_benchmark_read_under_several_labels_is_one_benchmark(tmp_path, capsys
     gap = c.loc[(1, "pld / tr standalone")]
     assert gap["read as"] == "humaneval [max_new_tokens=512]" and "paper's protocol" in gap["why this label"]
     assert len(c.loc[4]) == 2 and set(c.loc[4]["read as"]) == {"humaneval [max_new_tokens=512]"}
-    cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
+    cells = protocol(c.reset_index())
     assert cells["1. source gap"] == "0 / 1 / 0 (1 of 5 benchmarks)"  # GOOSE's own spine / branch: no such columns
     assert cells["4. lossless speedup"] == "CPU reading, B=60: faster than AR in 1 of 1 (1 of 5 benchmarks)"
     assert len(c.loc[4]) == 2  # B=60, counted as a reading, and budget=auto beside it
@@ -339,7 +346,7 @@ def test_a_lossy_comparison_never_holds(tmp_path):
     assert speed.verdict == "not lossless" and "3 of 3 rows are not AR's tokens (equality diverged)" in \
         speed["not counted because"]
     assert c.loc[(3, "goose vs iso3"), "verdict"] == "not lossless"
-    cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
+    cells = protocol(c.reset_index())
     assert cells["4. lossless speedup"].startswith("CPU reading, B=60: faster than AR in 0 of 0 (+1 not lossless")
     assert cells["3. vs balanced trees"].startswith("0 / 0 / 0 (+1 not lossless, not counted)")
     half = tmp_path / "half"
@@ -407,9 +414,9 @@ def test_one_configuration_under_two_names_is_counted_once(tmp_path):
     assert not c.loc[(7, "goose-no-prefill-harvest vs goose")].counted  # no number in the paper
     bigram = c.loc[(7, "goose-no-bigram vs goose")]
     assert bigram.counted and bigram.paper == "-3.7%"
-    cells = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m")]))
+    cells = protocol(c.reset_index())
     assert cells["7. ablations cost tau"] == "1 / 0 / 0 (1 of 5 benchmarks)"  # no-bigram alone is counted
-    sizes = dict(zip(*[summary(c.reset_index())[k] for k in ("claim", "m size")]))
+    sizes = protocol(c.reset_index(), "m size")
     assert sizes["7. ablations cost tau"] == "0 / 0 / 1 / 0"  # -8.8%, every prompt -8..-10%: below -5.1..-2.9%
 
 

@@ -30,6 +30,7 @@ from goose.analysis.bootstrap import (
     within,
 )
 from goose.analysis.comparable import common_prompts
+from goose.analysis.loops import loop_free
 from goose.analysis.paper import (
     ABLATION_DELTA_PCT,
     ABLATION_RANGE_PCT,
@@ -214,20 +215,58 @@ def _first_read(tried: list[tuple[str, list[Comparison], str]], k: int) -> tuple
     return None
 
 
+PROTOCOL, LOOP_FREE, CHAT = "paper's protocol", "loop-free window", "chat template"
+READINGS = (PROTOCOL, LOOP_FREE, CHAT)  # each claim read three ways, side by side
+NO_WINDOW = (1, 4)  # no loop-free reading: drafted tokens per forward are not recorded, the clock is not per token
+
+
 def scorecard(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim x model x benchmark x comparison: n, the effect and its interval, the paper's
-    number, the verdict, losslessness of the rows behind it, the configurations read and (where copying
-    flatters the claim) the copy split of the method it flatters. Each of the paper's five benchmarks is read
-    once, under one label (selection.labels); each side is its method's default configuration (selection.pick).
-    `attrs["not read"]` lists the configurations no comparison read."""
-    out, read, cells, configs = [], set(), [], []
-    for (model, bench), rows in paper_benchmarks(df).groupby(["model", "benchmark_name"], sort=True):
-        options = labels(rows)
+    """One row per reading x claim x model x benchmark x comparison: n, the effect and its interval, the paper's
+    number, the verdicts, losslessness of the rows behind it, the configurations read and (where copying
+    flatters the claim) the copy split of the method it flatters. Three readings: the paper's protocol (raw
+    prompts, its answer lengths), the loop-free window of the same rows (analysis.loops) and the chat template
+    (rows run with chat_template=true). Each of the paper's five benchmarks is read once per reading, under one
+    label (selection.labels); each side is its method's default configuration (selection.pick).
+    `attrs["read"]` / `attrs["not read"]` list the configurations read and those no comparison read."""
+    rows = paper_benchmarks(df)
+    raw = rows[~rows.chat_template.astype(bool)]
+    cards, configs, cells = [], [], []
+    for reading in READINGS:
+        source = loop_free(raw) if reading == LOOP_FREE and not raw.empty else rows
+        out, read, its_cells = _read(source, reading)
+        cards.append(pd.DataFrame(out).assign(reading=reading) if out else pd.DataFrame())
+        configs += read
+        cells += its_cells
+    if all(c.empty for c in cards):
+        raise SystemExit("claims: no claim could be read: run `make reproduce-claims` (GOOSE and the methods it is "
+                         "compared with, on the same model and one of the paper's five benchmarks)")
+    card = pd.concat([c for c in cards if not c.empty], ignore_index=True)
+    card.attrs["read"] = pd.DataFrame(configs).drop_duplicates(ignore_index=True)
+    hashes = set(card.attrs["read"].config)
+    skipped = [s for s in (not_read(c, hashes) for c in cells) if not s.empty]
+    card.attrs["not read"] = pd.concat(skipped or [pd.DataFrame()], ignore_index=True).drop_duplicates()
+    for r in card.attrs["not read"].itertuples():
+        print(f"[analysis] claims: {r.model} / {r.benchmark}: not read: {r.method} B={r.budget} config {r.config} "
+              f"({r.prompts} prompts): {r[-1]}")
+    return card
+
+
+def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[pd.DataFrame]]:
+    """One reading's comparisons: (scorecard rows, configurations read, the benchmark labels it looked at)."""
+    out, configs, cells = [], [], []
+    say = reading == PROTOCOL  # what is left out is said once, on the paper's protocol
+    for (model, bench), rows in df.groupby(["model", "benchmark_name"], sort=True):
+        options = labels(rows, chat=reading == CHAT)
+        if not options:
+            continue
         for _, cell, _ in options:
-            say_budgets(cell)
+            if say:
+                say_budgets(cell)
         cells += [cell for _, cell, _ in options]
         missing: set[str] = set()
         for claim in CLAIMS:
+            if reading == LOOP_FREE and claim.number in NO_WINDOW:
+                continue
             tried = [(label, _comparisons(cell, claim), why) for label, cell, why in options]
             for k in range(len(tried[0][1])):
                 chosen = _first_read(tried, k)
@@ -236,41 +275,30 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
                     missing |= {m for m, s in zip(first.names, first.sides) if s.empty}
                     continue
                 label_read, why_label, comparison = chosen
-                row = _compare(claim, model, bench, comparison)
+                row = _compare(claim, model, bench, comparison, say)
                 if row is None:
                     continue
-                read |= {s.config_hash.iloc[0] for s in comparison.sides}
                 configs += [{"model": model, "benchmark": row["benchmark"], **c} for c in row.pop("_configs")]
-                labels_here = [lab for lab, _, _ in options]
                 row.update({"read as": label_read if len(options) > 1 or label_read != bench else "",
                             "why this label": why_label if len(options) > 1 else "",
-                            "labels not read": ", ".join(lab for lab in labels_here if lab != label_read)})
+                            "labels not read": ", ".join(lab for lab, _, _ in options if lab != label_read)})
                 out.append(row)
-        if missing:
+        if missing and say:
             print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows of its default "
                   f"configuration at the claims' budget: {', '.join(sorted(missing))}")
-    if not out:
-        raise SystemExit("claims: no claim could be read: run `make reproduce-claims` (GOOSE and the methods it is "
-                         "compared with, on the same model and one of the paper's five benchmarks)")
-    card = pd.DataFrame(out)
-    skipped = [not_read(c, read) for c in cells]
-    card.attrs["read"] = pd.DataFrame(configs).drop_duplicates(ignore_index=True)
-    card.attrs["not read"] = pd.concat([s for s in skipped if not s.empty] or [pd.DataFrame()], ignore_index=True)
-    for r in card.attrs["not read"].itertuples():
-        print(f"[analysis] claims: {r.model} / {r.benchmark}: not read: {r.method} B={r.budget} config {r.config} "
-              f"({r.prompts} prompts): {r[-1]}")
-    return card
+    return out, configs, cells
 
 
-def _compare(claim: Claim, model: str, bench: str, c: Comparison) -> dict | None:
-    """One comparison's row of the scorecard, or None (said why) where its sides share no prompt to compare."""
-    kept = common_prompts(pd.concat(c.sides), f"claims {claim.number} {c.label}")
+def _compare(claim: Claim, model: str, bench: str, c: Comparison, say: bool = True) -> dict | None:
+    """One comparison's row of the scorecard, or None (said why, where `say`) where its sides share no prompt."""
+    kept = common_prompts(pd.concat(c.sides), f"claims {claim.number} {c.label}", say)
     sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in c.sides]
     sides, undrafted = _without_undrafted(sides)
     if sides[0].empty:
         why = ("nothing was drafted on any prompt (one-token answers)" if undrafted else
                "its sides ran no prompt in common (other prompt ids, or other texts under the same ids)")
-        print(f"[analysis] claims {claim.number} {c.label}: {model} / {bench}: {why}, not compared")
+        if say:
+            print(f"[analysis] claims {claim.number} {c.label}: {model} / {bench}: {why}, not compared")
         return None
     effect, low, high = interval(c.stat, [_arrays(s) for s in sides], paired=True)
     scale = (lambda v: v) if claim.unit == "x" else (lambda v: (v - 1) * 100)
@@ -305,36 +333,45 @@ def _tally(part: pd.DataFrame, column: str, kinds: tuple[str, ...]) -> str:
 
 
 def summary(card: pd.DataFrame) -> pd.DataFrame:
-    """Per claim (every one, read or not) and model, over the paper's five benchmarks: of its counted
+    """Per claim (every one, read or not), reading and model, over the paper's five benchmarks: of its counted
     comparisons, how many hold / are inconclusive / are contradicted (direction), and how many lie within / above /
     below the paper's range or are inconclusive (size, where the paper gives one). A cell read on fewer than the
     five says on how many; comparisons whose rows were not all lossless are counted apart; the clock, a GPU claim
     read on a CPU, is reported as a reading, never as a verdict."""
+    card = card if "reading" in card else card.assign(reading=PROTOCOL)
     models = sorted(card.model.unique())
     rows = []
     for claim in CLAIMS:
-        row = {"claim": f"{claim.number}. {claim.name}", "paper": claim.paper}
-        for m in models:
-            part = card[(card.claim == claim.number) & (card.model == m)]
-            if "counted" in part:
-                part = part[part.counted.astype(bool)]
-            if part.empty:
-                row[m], row[f"{m} size"] = "not run", ""
-                continue
-            k = part.benchmark.nunique()
-            lossy = part[part.verdict == NOT_LOSSLESS]
-            part = part[part.verdict != NOT_LOSSLESS]
-            if claim.gpu:
-                faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
-                row[m] = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
-                row[f"{m} size"] = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
-            else:
-                row[m] = _tally(part, "verdict", (HOLDS, INCONCLUSIVE, CONTRADICTED))
-                row[f"{m} size"] = (_tally(part, "size", (WITHIN, ABOVE, BELOW, INCONCLUSIVE))
-                                    if claim.size and "size" in part else "no size in the paper")
-            if len(lossy):
-                row[m] += f" (+{len(lossy)} not lossless, not counted)"
-            if k < len(PAPER_BENCHMARKS):
-                row[m] += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
-        rows.append(row)
+        for reading in READINGS:
+            row = {"claim": f"{claim.number}. {claim.name}", "reading": reading, "paper": claim.paper}
+            for m in models:
+                part = card[(card.claim == claim.number) & (card.model == m) & (card.reading == reading)]
+                row[m], row[f"{m} size"] = _cell(claim, part, reading)
+            rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _cell(claim: Claim, part: pd.DataFrame, reading: str) -> tuple[str, str]:
+    """One model's summary of one claim in one reading: (direction, size)."""
+    if reading == LOOP_FREE and claim.number in NO_WINDOW:
+        return "no window reading", ""
+    if "counted" in part:
+        part = part[part.counted.astype(bool)]
+    if part.empty:
+        return ("not run yet" if reading == CHAT else "not run"), ""
+    k = part.benchmark.nunique()
+    lossy = part[part.verdict == NOT_LOSSLESS]
+    part = part[part.verdict != NOT_LOSSLESS]
+    if claim.gpu:
+        faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
+        verdict = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
+        sized = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
+    else:
+        verdict = _tally(part, "verdict", (HOLDS, INCONCLUSIVE, CONTRADICTED))
+        sized = (_tally(part, "size", (WITHIN, ABOVE, BELOW, INCONCLUSIVE)) if claim.size and "size" in part
+                 else "no size in the paper")
+    if len(lossy):
+        verdict += f" (+{len(lossy)} not lossless, not counted)"
+    if k < len(PAPER_BENCHMARKS):
+        verdict += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
+    return verdict, sized

@@ -34,15 +34,16 @@ def _label(g: pd.DataFrame, hashes) -> str:
     return _names(out)
 
 
-def common_prompts(df: pd.DataFrame, artifact: str = "analysis") -> pd.DataFrame:
+def common_prompts(df: pd.DataFrame, artifact: str = "analysis", say: bool = True) -> pd.DataFrame:
     """`df` keeping, per model and benchmark, the prompts every configuration there has (a later turn counts
-    as its own prompt), with one line per group that lost rows: how many, which, and whose runs lack them."""
+    as its own prompt), with one line (where `say`) per group that lost rows: how many, which, and whose runs lack
+    them."""
     kept = []
     for (model, bench), g in df.groupby(GROUP, sort=False):
         ids = {h: set(c.prompt_id) for h, c in g.groupby("config_hash")}
         shared = set.intersection(*ids.values())
         keep = g[g.prompt_id.isin(shared)]
-        if len(keep) < len(g):
+        if len(keep) < len(g) and say:
             left = set(g.prompt_id) - shared
             short = [h for h, s in ids.items() if left - s]
             print(f"[analysis] {artifact}: {model} / {bench}: compared on the {len(shared)} prompt(s) every "

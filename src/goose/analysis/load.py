@@ -94,6 +94,7 @@ def load_rows(root: str | Path) -> pd.DataFrame:
     df["engine.backend"] = df.backend.where(df.backend.ne(""), "eager")  # rows from before backends ran eager
     legacy = df.config_hash.eq("")  # a row of a version before config hashes: known by its file only
     df.loc[legacy, "config_hash"] = "file:" + df.loc[legacy, "_file"]
+    df["run_dir"] = df._file.map(lambda f: str(Path(f).parent))  # where its outputs record is (analysis.loops)
     df = df.drop(columns="_file")
     before = len(df)
     df = df.drop_duplicates(["config_hash", "prompt_id"], keep="last").reset_index(drop=True)

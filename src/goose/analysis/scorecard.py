@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
-from goose.analysis.claims import CLAIMS, scorecard, summary
+from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, scorecard, summary
 from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
@@ -51,7 +51,14 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
     lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
     lines = [
         "# Which of the paper's claims replicate", "",
+        *headline(card), "",
         f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
+        f"Three readings of every claim, side by side: **{PROTOCOL}** (raw prompts at the paper's answer lengths, "
+        f"as the paper ran them); **{LOOP_FREE}** (the same rows, each answer cut where it starts repeating itself: "
+        "the first position whose next 32 tokens already occurred earlier in the answer, tau counted over the "
+        "forwards that produced the tokens before it; the small models loop on raw prompts, and a loop flatters "
+        "every copying drafter; claims 1 and 4 have no window reading, as drafted tokens per forward are not "
+        f"recorded); **{CHAT}** (the models' chat templates, chat_template=true: answers end instead of looping). "
         f"Each claim is read per model x benchmark: our effect with its {CONFIDENCE:.0%} bootstrap interval over "
         "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. A prompt "
         "on which no side drafted anything (typically a one-token answer, the prefill's end of text: an instruct "
@@ -78,7 +85,8 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         SUMMARY_START, summary(card).to_markdown(index=False), SUMMARY_END, "",
     ]
     for claim in CLAIMS:
-        part = card[card.claim == claim.number]
+        part = card[card.claim == claim.number].sort_values("reading", key=lambda r: r.map(READINGS.index),
+                                                             kind="stable")
         lines += [f"## {claim.number}. {claim.name.capitalize()}: {claim.says}", "",
                   f"Paper: {claim.paper} ({claim.source}); direction threshold {_number(claim.threshold, claim.unit)} "
                   f"({'above' if claim.above else 'below'}{', strictly' if claim.strict else ''})"
@@ -87,7 +95,8 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         if part.empty:
             lines += ["No rows for this claim yet.", ""]
             continue
-        t = pd.DataFrame({"model": part.model, "benchmark": part.benchmark, "comparison": part.comparison,
+        t = pd.DataFrame({"reading": part.reading, "model": part.model, "benchmark": part.benchmark,
+                          "comparison": part.comparison,
                           "n": part.n, f"ours [{CONFIDENCE:.0%} CI]": [_effect(r) for r in part.itertuples()],
                           "verdict": part.verdict, "size": part["size"], "vs no effect": part["vs no effect"],
                           "lossless": part.lossless})
@@ -112,6 +121,38 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
             t["not counted because"] = part["not counted because"]
         lines += [t.to_markdown(index=False), ""]
     return "\n".join(lines + _configurations(card))
+
+
+def headline(card: pd.DataFrame) -> list[str]:
+    """Three sentences a reviewer could quote, from the card alone: how often each claim holds in each reading
+    read, how the sizes compare with the paper's, and what only a GPU can settle."""
+    read = [r for r in READINGS if (card.reading == r).any()]
+    counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
+    per_claim = []
+    for claim in (c for c in CLAIMS if not c.gpu):
+        parts = []
+        for r in read:
+            part = counted[(counted.claim == claim.number) & (counted.reading == r)]
+            if not part.empty:
+                parts.append(f"{int((part.verdict == HOLDS).sum())} of {len(part)} {_SHORT[r]}")
+        if parts:
+            per_claim.append(f"claim {claim.number} ({claim.name}) {', '.join(parts)}")
+    against = int((counted.verdict == CONTRADICTED).sum())
+    sized = counted[(counted.reading == PROTOCOL) & counted["size"].isin(["within", "above", "below", "inconclusive"])]
+    count = sized["size"].value_counts()
+    missing = [r for r in READINGS if r not in read]
+    return [
+        "**On these stand-ins** (two small model families on a CPU), the counted comparisons that hold in direction: "
+        f"{'; '.join(per_claim)} ({against} contradicted in all; the rest inconclusive). "
+        f"**In size**, {int(count.get('within', 0))} of {len(sized)} comparisons with a cited range lie within "
+        f"the paper's on its protocol ({int(count.get('above', 0))} above it, {int(count.get('below', 0))} below, "
+        f"{int(count.get('inconclusive', 0))} inconclusive): the direction replicates far more often than the size. "
+        "**Only a GPU run of the paper's models** can settle the clock (claim 4: 1.9-4.3x on a GPU; a CPU gives a "
+        "reading) and whether the sizes hold at 7B-33B"
+        + (f"; not read yet here: the {' and '.join(missing)} reading." if missing else ".")]
+
+
+_SHORT = {PROTOCOL: "on the protocol", LOOP_FREE: "loop-free", CHAT: "with the chat template"}
 
 
 def _configurations(card: pd.DataFrame) -> list[str]:

@@ -24,22 +24,23 @@ def _text(v) -> str:
     return "" if pd.isna(v) else str(v)
 
 
-def protocol(rows: pd.DataFrame) -> bool:
-    """Whether a benchmark label's rows follow the paper's protocol: its answer length, raw prompts (no chat
-    template), first turns only."""
+def protocol(rows: pd.DataFrame, chat: bool = False) -> bool:
+    """Whether a benchmark label's rows follow the paper's protocol: its answer length, first turns only, and
+    raw prompts (`chat`: the same with the chat template, the chat reading's protocol)."""
     r = rows.iloc[0]
     paper = _text(r.get("benchmark.paper_max_new_tokens", ""))
     length = _text(r.get("max_new_tokens", ""))
     same_length = bool(paper) and bool(length) and float(paper) == float(length)
-    return same_length and not bool(r.get("chat_template", False)) and _text(r.get("benchmark.turns", "")) in ("", "1")
+    return same_length and bool(r.get("chat_template", False)) == chat and \
+        _text(r.get("benchmark.turns", "")) in ("", "1")
 
 
-def labels(bench: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str]]:
-    """A benchmark's labels in the order the claims try them, each (label, its rows, why it comes there): the
-    paper's protocol first, then the label with the most rows."""
+def labels(bench: pd.DataFrame, chat: bool = False) -> list[tuple[str, pd.DataFrame, str]]:
+    """A benchmark's labels, with raw prompts (`chat`: with the chat template), in the order the claims try them,
+    each (label, its rows, why it comes there): the paper's protocol first, then the label with the most rows."""
     out = []
-    for label, cell in bench.groupby("benchmark", sort=True):
-        paper = protocol(cell)
+    for label, cell in bench[bench.chat_template.astype(bool) == chat].groupby("benchmark", sort=True):
+        paper = protocol(cell, chat)
         why = "the paper's protocol (its answer length, raw prompts)" if paper else "not the paper's protocol"
         out.append((label, cell, why, (not paper, -len(cell), label)))
     return [(label, cell, why) for label, cell, why, _ in sorted(out, key=lambda t: t[3])]
