@@ -351,6 +351,30 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def glance(card: pd.DataFrame) -> pd.DataFrame:
+    """The summary at a glance (the README's): per claim and model, the counted comparisons that hold in each
+    reading (paper's protocol · loop-free window · chat template), and those within the paper's range on its
+    protocol; "-" where a reading has none (not run, or no window reading)."""
+    models = sorted(card.model.unique())
+    counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
+    rows = []
+    for claim in CLAIMS:
+        row = {"claim": f"{claim.number}. {claim.name}", "paper": claim.paper}
+        for m in models:
+            own = counted[(counted.claim == claim.number) & (counted.model == m)]
+            fractions = []
+            for reading in READINGS:
+                part = own[own.reading == reading]
+                good = part["vs no effect"].isin(["above", "at or above"]) if claim.gpu else part.verdict == HOLDS
+                fractions.append(f"{int(good.sum())}/{len(part)}" if len(part) else "-")
+            proto = own[own.reading == PROTOCOL]
+            within = proto["size"].str.endswith(WITHIN) if "size" in proto else proto.claim.eq(-1)
+            row[f"{m}: holds"] = ("CPU, faster: " if claim.gpu else "") + " · ".join(fractions)
+            row[f"{m}: size within"] = f"{int(within.sum())}/{len(proto)}" if claim.size and len(proto) else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _cell(claim: Claim, part: pd.DataFrame, reading: str) -> tuple[str, str]:
     """One model's summary of one claim in one reading: (direction, size)."""
     if reading == LOOP_FREE and claim.number in NO_WINDOW:

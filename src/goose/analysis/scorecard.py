@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
-from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, scorecard, summary
+from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, glance, scorecard, summary
 from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
@@ -51,8 +51,8 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
     lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
     lines = [
         "# Which of the paper's claims replicate", "",
-        *headline(card), "",
         f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
+        *headline(card), "",
         f"Three readings of every claim, side by side: **{PROTOCOL}** (raw prompts at the paper's answer lengths, "
         f"as the paper ran them); **{LOOP_FREE}** (the same rows, each answer cut where it starts repeating itself: "
         "the first position whose next 32 tokens already occurred earlier in the answer, tau counted over the "
@@ -79,10 +79,15 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
         "(4-grams): small models loop on long answers, which flatters every copying method. tau = tokens per "
         "target forward, the prefill included.", "",
-        "## Summary", "",
+        "## At a glance", "",
+        "Per model, the counted comparisons over the five benchmarks that hold in each reading (paper's protocol "
+        "· loop-free window · chat template; for the clock, that are faster than AR on this CPU), and those "
+        "whose interval lies within the paper's range on its protocol; '-': nothing read.", "",
+        SUMMARY_START, glance(card).to_markdown(index=False), SUMMARY_END, "",
+        "## Summary by reading", "",
         "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
         "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
-        SUMMARY_START, summary(card).to_markdown(index=False), SUMMARY_END, "",
+        summary(card).to_markdown(index=False), "",
     ]
     for claim in CLAIMS:
         part = card[card.claim == claim.number].sort_values("reading", key=lambda r: r.map(READINGS.index),
