@@ -4,7 +4,7 @@ Each concern has its own module: running.spec (every setting, typed and checked)
 (methods by name), running.inputs (prompts to ids), running.configuration (the engine and the shared run
 scaffold), running.loop (the step), running.timing (AR references and speedups), storage.row_schema (the
 rows), storage.result_files (durable files), storage.run_records (summaries), storage.run_folder (identity,
-hash and folder).
+hash and folder), storage.code_identity (the code a row comes from, and resuming rows of other code).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from goose.running.registry import make_drafter, prepare_drafter
 from goose.running.sections import section
 from goose.running.spec import DeviceError, RunSpec
 from goose.running.timing import conditions
+from goose.storage.code_identity import check_code, code_fingerprint
 from goose.storage.fingerprints import prompts_fingerprint
 from goose.storage.metrics import summarize
 from goose.storage.result_files import OutputsFile, ResultsFile, RunLock
@@ -96,7 +97,8 @@ def run(cfg, sweep_id: str = "") -> dict | None:
         prepare_drafter(drafter, spec.budget, load_tokenizer(spec.model, model, spec.torch_dtype), spec.model.name)
     pfp, dfp = prompts_fingerprint(every), data_fingerprint(spec.method.config)
     chash = config_hash(spec, model, pfp, dfp, [p.id for p in prompts])
-    ident = RunIdentity(model, pfp, dfp, chash, conditions(spec.torch_device, spec.backend, sweep_id))
+    ident = RunIdentity(model, pfp, dfp, chash, conditions(spec.torch_device, spec.backend, sweep_id),
+                        code_fingerprint(type(drafter)))
     run_dir = Path(spec.run_dir).expanduser() if spec.run_dir else default_run_dir(spec, model.label, chash)
     asked = [t.id for p in prompts for t in turns_of(p)]
     existed = run_dir.exists()
@@ -108,6 +110,9 @@ def run(cfg, sweep_id: str = "") -> dict | None:
                       flush=True)
             rows = results.rows()
             check_one_configuration(rows, run_dir, chash)
+            note = check_code(rows, run_dir, chash, ident.code_fingerprint, spec.accept_other_code)  # before decoding
+            if note:
+                print(note, flush=True)
             done = finished(rows, outputs, chash)
             todo = [p for p in prompts if not all(t.id in done for t in turns_of(p))]
             if done:

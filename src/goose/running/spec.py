@@ -187,6 +187,7 @@ class RunSpec:
     trace: bool = setting(flag("trace"), hashed=False, row=False)
     results_dir: str = setting(text("results_dir", null=False), hashed=False, row=False)
     run_dir: str | None = setting(text("run_dir"), hashed=False, row=False)
+    accept_other_code: bool = setting(flag("accept_other_code"), hashed=False, row=False, kind="bool")
     data_dir: str | None = setting(text("data_dir"), hashed=False, row=False)
     rest_datastore: str | None = setting(text("rest_datastore"), hashed=False, row=False)  # read by rest.yaml
     # Resolved once, from the settings above (not settings themselves).

@@ -86,6 +86,9 @@ COLUMNS: tuple[Column, ...] = (
     _c("model_source", "text", "where the weights came from"),
     _c("prompts_fingerprint", "text", "the benchmark's prompts as read (ids, texts, later turns)"),
     _c("data_fingerprint", "text", "the content of the files the method reads (REST's datastore); blank if none"),
+    _c("code_fingerprint", "text", "the code that drafted and verified the row: its drafter's module and what it "
+       "imports of the drafting, engine and decode-loop code (goose.storage.code_identity); a run refuses to resume "
+       "rows of other code; blank: written before rows recorded it (2026-12-05), or code of unknown source"),
     _c("reference_key", "text", "the key of AR's tokens for this input in <results_dir>/references"),
     _c("timed_at", "text", "when the row was written"),
     _c("host", "text", "where the row was measured"),
@@ -182,6 +185,7 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int, cost_fp
         "model_source": ident.model.description,
         "prompts_fingerprint": ident.prompts_fingerprint,
         "data_fingerprint": ident.data_fingerprint,
+        "code_fingerprint": ident.code_fingerprint,
         "reference_key": m.key,
         "timed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **{k: cond[k] for k in ("host", "threads", "backend", "device_name", "sweep_id")},
@@ -217,7 +221,10 @@ def upgrade(row: dict) -> dict:
     Versions 1-3 lack columns added since: the trial (1), the memory mode and its default (unknown: blank),
     the sampling settings (greedy), MT-Bench's and Spec-Bench's benchmark.turns (1 and 2 then), the prompt
     fingerprint and the data fingerprint (blank).
-    Version 4 has every column; its `config_hash` is the key schema 4 computed, which held the drafter class's
+    The code fingerprint came later, within version 5 (no column's meaning changed, so no config hash did): rows
+    of any version written before it lack the column, which every reader takes as blank (`row.get`), "other code"
+    to a resume (goose.storage.code_identity); it is not added here, so a re-keyed folder keeps its columns.
+    Version 4 has every other column; its `config_hash` is the key schema 4 computed, which held the drafter class's
     import path. It stays the row's key (the rows of one folder stay together, apart from schema-5 keys); the
     migrator (`python -m goose.storage.migrate`) re-keys a folder's rows with `rekeyed`, which makes them schema 5."""
     version = schema_of(row)

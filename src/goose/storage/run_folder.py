@@ -22,6 +22,7 @@ class RunIdentity:
     data_fingerprint: str  # the content of the files the method reads ("" if none)
     config_hash: str
     conditions: dict = field(default_factory=dict)
+    code_fingerprint: str = ""  # the code that drafts and verifies (goose.storage.code_identity); "" unknown
 
 
 class Interrupted(Exception):
@@ -113,7 +114,8 @@ def write_config(run_dir: Path, spec, ident: RunIdentity) -> None:
     plain = {**spec.plain, "method": spec.plain_section("method")}
     plain["identity"] = {"config_hash": ident.config_hash, "model": ident.model.description,
                          "model_fingerprint": ident.model.fingerprint, "prompts_fingerprint": ident.prompts_fingerprint,
-                         "data_fingerprint": ident.data_fingerprint, "device": str(spec.torch_device),
+                         "data_fingerprint": ident.data_fingerprint, "code_fingerprint": ident.code_fingerprint,
+                         "device": str(spec.torch_device),
                          "dtype": str(spec.torch_dtype).replace("torch.", ""), "backend": spec.backend,
                          "row_schema": ROW_SCHEMA}
     path = run_dir / "config.yaml"
