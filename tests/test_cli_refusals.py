@@ -134,3 +134,22 @@ def test_a_launcher_with_a_dot_and_a_launcher_option_of_the_wrong_type():
 def test_hydras_own_errors_are_one_line(args, says, tmp_path):
     r = run_py(*args, f"results_dir={tmp_path / 'res'}")
     one_line(r, says)
+
+
+# --- 5: a flag of Hydra's after the overrides ----------------------------------------------------------------
+def test_multirun_after_an_override_says_it_goes_first():
+    """`run.py benchmark=humaneval -m model=...` gave argparse's "unrecognized arguments: model=..." with no hint."""
+    from goose.cli import refused
+
+    for flag in ("-m", "--multirun"):
+        why = refused(["benchmark=humaneval", flag, "model=smollm2-135m", "n_prompts=1"])
+        assert why is not None and "\n" not in why, why
+        assert f"{flag} must come before the overrides" in why, why
+        assert f"python run.py {flag} benchmark=humaneval model=smollm2-135m n_prompts=1" in why, why
+    assert "must come before" not in (refused(["-m", "benchmark=humaneval", "model=smollm2-135m"]) or "")
+
+
+@pytest.mark.integration
+def test_multirun_after_an_override_is_one_line_exit_2(tmp_path):
+    r = run_py("benchmark=humaneval", "-m", "method=ar,pld", f"results_dir={tmp_path / 'res'}")
+    one_line(r, "-m must come before the overrides")

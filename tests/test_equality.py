@@ -215,3 +215,31 @@ def test_the_summary_explains_only_the_classes_present(tmp_path):
     summary = next(line for line in report.splitlines() if line.startswith("- compared"))
     assert "1 differ (1 numerics; numerics: a near-tie read two ways, within float32's tolerance" in summary
     assert "diverged" not in summary, summary
+
+
+def test_runs_with_no_question_in_common_cannot_be_compared(tmp_path, capsys):
+    """Two runs of different benchmarks read "compared 0 question(s) ... NOT EQUAL" (exit 1): nothing was compared.
+    One line saying why (and, where the benchmarks differ, which), exit 2."""
+    from omegaconf import OmegaConf
+
+    from goose.analysis.question_diff import CannotCompare, compare
+    from goose.analysis.reproduce import main
+
+    out_a, out_b = answers()
+    a = run_folder(tmp_path / "a", out_a)
+    b = run_folder(tmp_path / "b", {f"HumanEval/{i}": x for i, x in enumerate(out_b.values())})
+    config = OmegaConf.load(b / "config.yaml")
+    config.benchmark.name = "humaneval"
+    OmegaConf.save(config, b / "config.yaml")
+    with pytest.raises(CannotCompare) as e:
+        compare(a, b)
+    msg = str(e.value)
+    assert "no question in common" in msg and "benchmark jsonl" in msg and "humaneval" in msg and "\n" not in msg
+    with pytest.raises(SystemExit) as code:
+        main(["equality", "--a", str(a), "--b", str(b)])
+    said = capsys.readouterr()
+    assert code.value.code == 2 and said.out == "" and len(said.err.strip().splitlines()) == 1, said
+    assert "could not compare" in said.err and "NOT EQUAL" not in said.err
+    c = run_folder(tmp_path / "c", {"q9": out_b["p0"]})  # the same benchmark, other questions
+    with pytest.raises(CannotCompare, match="no question in common"):
+        compare(a, c)

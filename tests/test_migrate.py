@@ -70,9 +70,11 @@ def test_the_legacy_hash_is_the_one_schema_4_wrote():
 
 
 # --- a schema-4 folder, as the code before #47 wrote it -------------------------------------------------------
-def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, name: str | None = None):
+def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, name: str | None = None,
+               batch: list[str] | None = None):
     """A run folder as row schema 4 left it: config.yaml (identity row_schema 4, the drafter's import path
-    `target`), results.csv rows and outputs records under the schema-4 key, summaries. Returns (folder, spec)."""
+    `target`), results.csv rows and outputs records under the schema-4 key (at concurrency > 1 computed over
+    `batch`, the prompts the run was asked for), summaries. Returns (folder, spec)."""
     from omegaconf import OmegaConf
 
     from goose.models.loading import ModelIdentity
@@ -83,7 +85,7 @@ def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, na
 
     spec = spec_of(*overrides, f"results_dir={root}")
     target = target or spec.method.target
-    key = legacy_config_hash(spec, MFP, PFP, "", target=target)
+    key = legacy_config_hash(spec, MFP, PFP, "", batch, target=target)
     folder = default_run_dir(spec, "m", key) if name is None else Path(root) / name
     folder.mkdir(parents=True)
     write_config(folder, spec, RunIdentity(ModelIdentity("m", MFP, "m.gguf", "hf", ""), PFP, "", key))
@@ -381,3 +383,38 @@ def test_a_folder_written_before_the_change_resumes_with_nothing_to_go(tiny_fold
     assert "resuming: 3 row(s) already in" in out and "0 prompt(s) to go" in out
     assert Path(summary["run_dir"]).parent == old.parent and not old.exists()
     assert summary["prompts"] == 3 and summary["lossless"] == 3
+
+
+def test_a_legacy_loader_path_is_resolved_quietly(tmp_path, prompt_file, capsys, caplog):
+    """Rows of the claims sweep name the loader where it was (goose.benchmark_loaders.*): the migration succeeded
+    while Hydra printed "Error getting callable at goose.benchmark_loaders... ModuleNotFoundError ... Are you sure";
+    and a concurrency > 1 key, computed over the benchmark's prompts, did not verify. The loader is the benchmark
+    config's of the same name now, found without a word."""
+    loader = "benchmark.loader._target_=goose.benchmark_loaders.jsonl"
+    old, spec = old_folder(tmp_path, "method=pld", "benchmark=jsonl", f"benchmark.path={prompt_file}", loader,
+                           "concurrency=2", "n_prompts=null", batch=["p0", "p1", "p2", "p3"])
+    caplog.clear()
+    out = migrate(capsys, tmp_path)
+    err = capsys.readouterr().err
+    said = out + err + caplog.text
+    assert "re-keyed 1 folder(s)" in out and "0 refused" in out, said
+    assert "Error getting callable" not in said and "ModuleNotFoundError" not in said and "Are you sure" not in said
+    assert not old.exists() and len(read_back(next(old.parent.iterdir()))[0]) == 2
+
+
+def test_a_dry_run_writes_nothing_not_even_a_lock(tmp_path, capsys):
+    """--dry-run said it changed nothing and left a .lock in every folder."""
+    from goose.storage.result_files import RunLock
+
+    old, _ = old_folder(tmp_path, "method=pld")
+    old_folder(tmp_path, "method=goose")
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    from goose.storage.migrate import main
+
+    assert main(["--dry-run", str(tmp_path)]) == 0
+    assert "would re-key 2 folder(s)" in capsys.readouterr().out
+    assert not list(tmp_path.rglob(".lock")) and {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+    with RunLock(old):  # a run holds one: a dry run still says so (and takes nothing)
+        assert main(["--dry-run", str(tmp_path)]) == 1
+        assert "is writing" in capsys.readouterr().out
+    assert main([str(tmp_path)]) == 0  # the real run takes its locks, as before

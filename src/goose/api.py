@@ -189,8 +189,8 @@ def _model(fn: str, model) -> Model:
 
 
 def _method_args(fn: str, method, budget, memory):
-    """(method, budget, memory) checked: a method name or a Drafter; a budget of nodes or 'auto'; None or a
-    memory mode."""
+    """(method, budget, memory) checked: a method name or a Drafter; None, a budget of nodes or 'auto'; None or
+    a memory mode."""
     from goose.drafting.contract import MEMORY_MODES
 
     if not isinstance(method, (str, Drafter)):
@@ -198,8 +198,9 @@ def _method_args(fn: str, method, budget, memory):
                          f"({_got(method)}).")
     if isinstance(budget, numbers.Integral) and not isinstance(budget, bool):
         budget = int(budget)
-    elif not (isinstance(budget, str) and budget == "auto"):
-        raise GooseError(f"{fn}: budget must be an integer number of draft nodes >= 1 or 'auto' ({_got(budget)}).")
+    elif not (budget is None or (isinstance(budget, str) and budget == "auto")):
+        raise GooseError(f"{fn}: budget must be an integer number of draft nodes >= 1 or 'auto' ({_got(budget)}), or "
+                         "None: the method's default, or a Drafter instance's own.")
     if memory is not None and memory not in MEMORY_MODES:
         raise GooseError(f"{fn}: memory must be None (the method's default), {' or '.join(map(repr, MEMORY_MODES))} "
                          f"({_got(memory)}).")
@@ -263,21 +264,54 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
     raise GooseError(f"prompt must be a string, a non-empty list of token ids or a 1-D tensor; {_prompt_got(given)}.")
 
 
-def make_method(model: Model, method: str | Drafter, budget: int | str = 60, memory: str | None = None) -> Drafter:
-    """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` and `memory`, or
-    a drafter instance (its own Config holds its budget; budget="auto" arms pruning on it)."""
+def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
+    """A budget or memory given beside a Drafter instance must be the instance's own: it drafts with its Config, so
+    another value would be drafted as another configuration than the one asked for. Refused in one line naming
+    the setting, both values and the fix. budget="auto" arms pruning on the instance (its budget: the most it
+    builds); a drafter without a budget or memory field takes any (its rows record budget=fixed and memory=none,
+    as the method's by name do)."""
+    from goose.drafting.contract import BUDGET, MEMORY, role_fields
+    from goose.running.registry import method_names
+
+    cls = type(drafter).__name__
+    for key, given, role in (("budget", budget, BUDGET), ("memory", memory, MEMORY)):
+        fields = role_fields(drafter.config, role)
+        if given is None or given == "auto" or not fields or getattr(drafter.config, fields[0]) == given:
+            continue
+        own, name = getattr(drafter.config, fields[0]), drafter.name
+        by_name = ""
+        if name in method_names():
+            by_name = (f", or make it by name (goose.make_method(model, {name!r}, {key}={given!r}))" if given == "run"
+                       else f", or pass the method by name (method={name!r}, {key}={given!r})")
+        raise GooseError(f"{fn}: {key}={given!r} differs from the Drafter instance's own {key}={own!r} "
+                         f"({cls}.config.{fields[0]}), and an instance drafts with its own Config: build the drafter "
+                         f"with it ({cls}({fields[0]}={given!r}, ...)){by_name}.")
+
+
+def make_method(model: Model, method: str | Drafter, budget: int | str | None = None,
+                memory: str | None = None) -> Drafter:
+    """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` (None: the config's
+    default, 60) and `memory`, or a drafter instance, which drafts with its own Config: a budget or memory given
+    beside it must be its own (else refused in one line), and budget="auto" arms pruning on it."""
+    from goose.drafting.contract import BUDGET, role_fields
     from goose.running.registry import load_method, make_drafter, prepare_drafter
 
-    model = _model("goose.make_method", model)
-    method, budget, memory = _method_args("goose.make_method", method, budget, memory)
-    b = Budget.parse(budget)  # a bad budget is refused whatever the method
+    fn = "goose.make_method"
+    model = _model(fn, model)
+    method, budget, memory = _method_args(fn, method, budget, memory)
+    if budget is not None:
+        Budget.parse(budget)  # a bad budget is refused whatever the method
     if isinstance(method, Drafter):
+        _own_settings(fn, method, budget, memory)
         drafter = method
+        own = [getattr(drafter.config, f) for f in role_fields(drafter.config, BUDGET)]
+        b = Budget.parse("auto") if budget == "auto" else Budget(own[0] if own else 1, False)
     else:
         # A model loaded by hub id has no config of its own: compose as `hf` under its name (REST's default
         # datastore is named after the model config).
         known = model.config_name in model_config_names()
-        method_spec, b = load_method(f"{method}@{budget}" + (f":{memory}" if memory else ""),
+        method_spec, b = load_method(method + (f"@{budget}" if budget is not None else "")
+                                     + (f":{memory}" if memory else ""),
                                      model=model.config_name if known else "hf",
                                      extra=[] if known else [f"model.name={model.config_name}"])
         drafter = make_drafter(method_spec, b)
@@ -286,13 +320,14 @@ def make_method(model: Model, method: str | Drafter, budget: int | str = 60, mem
     return prepare_drafter(drafter, b, model.tokenizer, model.config_name, model.cost)
 
 
-def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int | str = 60,
+def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int | str | None = None,
              max_new_tokens: int = 128, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
              seed: int = 0, memory: str | None = None, stop_at_eos: bool = True,
              chat_template: bool = False) -> Output:
     """Decode `prompt` (a string, a list of token ids or a 1-D tensor) with `method` (a name such as
-    "goose", "pld", "tr", "ar", or a Drafter instance). Stops at the tokenizer's EOS (unless
-    stop_at_eos=False) and after max_new_tokens. temperature > 0 samples exactly: the tokens AR
+    "goose", "pld", "tr", "ar", or a Drafter instance). `budget` None: the method's default (60), or a Drafter
+    instance's own (a budget or memory that differs from an instance's own is refused). Stops at the tokenizer's
+    EOS (unless stop_at_eos=False) and after max_new_tokens. temperature > 0 samples exactly: the tokens AR
     sampling gives with the same seed."""
     fn = "goose.generate"
     model = _model(fn, model)
@@ -307,6 +342,8 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
         raise GooseError("memory='run' keeps a drafter's state across prompts, but a method name builds a new "
                          "drafter every call: build one (goose.make_method(model, 'goose', memory='run')) and pass "
                          "the same instance to every generate call.")
+    if isinstance(method, Drafter):
+        _own_settings(fn, method, budget, memory)
     sampling = Sampling(temperature, top_k, top_p, seed)
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)

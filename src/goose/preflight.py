@@ -1,8 +1,8 @@
-"""What `goose-run` (python run.py) refuses before Hydra starts, each in one line: an unknown setting or choice, an
-experiment or launcher that does not exist, a launcher that would do nothing or could not run, a launcher option
-the chosen launcher does not take, a multirun whose results_dir cannot be written, and a sweep with a bad job (every
-job's config composed and checked as the job will check it). goose.cli asks these before handing over to Hydra;
-tests/docs_commands.py checks the docs' commands with `refused`.
+"""What `goose-run` (python run.py) refuses before Hydra starts, each in one line: -m after an override, an unknown
+setting or choice, an experiment or launcher that does not exist, a launcher that would do nothing or could not run,
+a launcher option the chosen launcher does not take, a multirun whose results_dir cannot be written, and a sweep
+with a bad job (every job's config composed and checked as the job will check it). goose.cli asks these before
+handing over to Hydra; tests/docs_commands.py checks the docs' commands with `refused`.
 """
 
 from __future__ import annotations
@@ -335,13 +335,32 @@ def unknown_choice(argv: list[str]) -> str | None:
     return ". Also: ".join(wrong) if wrong else None
 
 
+def multirun_flag_refused(argv: list[str]) -> str | None:
+    """-m (--multirun) between overrides: Hydra's command line (argparse) takes the overrides after it as
+    "unrecognized arguments", with no hint. Said in one line with the command line that works: -m first."""
+    import shlex
+
+    def override(a: str) -> bool:
+        return "=" in a and not a.startswith("-")
+
+    for i, flag in enumerate(argv):
+        if flag in ("-m", "--multirun") and any(map(override, argv[:i])) and any(map(override, argv[i + 1:])):
+            fixed = shlex.join([flag, *argv[:i], *argv[i + 1:]])
+            return (f"{flag} must come before the overrides (after one, Hydra takes the settings that follow it as "
+                    f"unrecognized arguments): python run.py {fixed}")
+    return None
+
+
 def refused(argv: list[str]) -> str | None:
-    """What is wrong with the command line before Hydra sees it: an unknown setting (Hydra would advise
-    `+key=value`), a launcher that would do nothing (`launcher_refused`), a multirun whose results_dir cannot be
-    written (Hydra writes multirun.yaml there), or a multirun with a bad value in a job (`sweep_refused`)."""
+    """What is wrong with the command line before Hydra sees it: -m after an override (`multirun_flag_refused`), an
+    unknown setting (Hydra would advise `+key=value`), a launcher that would do nothing (`launcher_refused`), a
+    multirun whose results_dir cannot be written (Hydra writes multirun.yaml there), or a multirun with a bad value
+    in a job (`sweep_refused`)."""
     from goose.running.spec import unknown_override
     from goose.storage.durable import writable_dir
 
+    if (misplaced := multirun_flag_refused(argv)) is not None:
+        return misplaced
     if (unknown := unknown_override(argv)) is not None:
         return unknown
     if (unknown := unknown_choice(argv)) is not None:

@@ -1,7 +1,8 @@
 """The speed benchmark's command line (`python -m goose.experiments.bench`, goose-bench): its flags and their
-defaults, every check made on them before any model loads (unknown model, benchmark or method names, --concurrency
-and --figure combinations, sampling settings), and the removal of an earlier --json or --figure file before the
-command line is read. goose.experiments.bench.parse is `parse_flags` with that module's docstring as --help.
+defaults, every check made on them before any model loads (unknown model, benchmark or method names, --benchmarks
+with --prompts, --concurrency and --figure combinations, sampling settings), and the removal of an earlier --json or
+--figure file before the command line is read. goose.experiments.bench.parse is `parse_flags` with that module's
+docstring as --help.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ DEFAULT_METHODS = ("ar", "pld", "pld@auto", "tr", "iso3", "lookahead", "rest", "
                    "goose-suffix@auto")
 HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
 DEFAULT_N_PROMPTS = 10  # of each --benchmarks entry; of a --prompts file: all unless --n-prompts is given
+DEFAULT_BENCHMARKS = ("humaneval", "gsm8k", "mt_bench")  # without --prompts
 
 
 def check_names(ap: argparse.ArgumentParser, args) -> None:
@@ -96,7 +98,9 @@ def parse_flags(argv: list[str] | None, description: str | None) -> argparse.Nam
     ap = argparse.ArgumentParser(prog="python -m goose.experiments.bench", description=description,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--benchmarks", nargs="+", default=["humaneval", "gsm8k", "mt_bench"])
+    ap.add_argument("--benchmarks", nargs="+", default=None,
+                    help=f"benchmark configs to take prompts from (default: {' '.join(DEFAULT_BENCHMARKS)}); not with "
+                         "--prompts")
     ap.add_argument("--n-prompts", type=int, default=None,
                     help=f"the first N prompts of each --benchmarks entry (default {DEFAULT_N_PROMPTS}), or of the "
                          "--prompts file (default: all)")
@@ -127,6 +131,10 @@ def parse_flags(argv: list[str] | None, description: str | None) -> argparse.Nam
     ap.add_argument("--figure", default=None, help="with --concurrency and --json: also plot speedup against "
                     "concurrency (one line per method, batched AR = 1) to this image file")
     args = ap.parse_args(argv)
+    if args.prompts is not None and args.benchmarks is not None:
+        ap.error(f"--benchmarks {' '.join(args.benchmarks)} and --prompts {args.prompts}: the prompts come from one or "
+                 "the other; give --prompts alone for your file's prompts, or --benchmarks alone")
+    args.benchmarks = list(DEFAULT_BENCHMARKS) if args.benchmarks is None else args.benchmarks
     if args.model in ("hf", "gguf") and not args.model_path:
         ap.error(f"--model {args.model} needs --model-path: a local model folder (hf) or a .gguf file (gguf)")
     check_names(ap, args)

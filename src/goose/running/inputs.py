@@ -33,11 +33,28 @@ def select(prompts: list[Prompt], n: int | None, stratified: bool = False, sprea
     return out
 
 
-def benchmark_prompts(spec) -> tuple[list[Prompt], list[Prompt]]:
+def benchmark_prompts(spec, say: bool = True) -> tuple[list[Prompt], list[Prompt]]:
     """(every prompt of the spec's benchmark, the ones this run decodes: `n_prompts` of them, spread over the
-    categories with `spread_prompts`, else per category where the benchmark is stratified)."""
+    categories with `spread_prompts`, else per category where the benchmark is stratified). A benchmark with fewer
+    than asked runs what it has, said in one line (`say`): a sweep over benchmarks of different sizes is fine."""
     every = load_benchmark(spec.benchmark, spec.data_dir)
-    return every, select(every, spec.n_prompts, spec.benchmark.stratified, spec.spread_prompts)
+    chosen = select(every, spec.n_prompts, spec.benchmark.stratified, spec.spread_prompts)
+    if say and spec.n_prompts is not None:
+        bench = spec.benchmark
+        where = f"benchmark {bench.name}" + (f" ({bench.path})" if bench.path else "")
+        if spec.spread_prompts or not bench.stratified:
+            if len(chosen) < spec.n_prompts:
+                print(f"[goose] n_prompts={spec.n_prompts} asked, but {where} has {len(every)} prompt(s): running "
+                      f"{len(chosen)}", flush=True)
+        else:
+            counts: dict[str, int] = {}
+            for p in every:
+                counts[p.category] = counts.get(p.category, 0) + 1
+            short = [f"{c or '(none)'}: {k}" for c, k in counts.items() if k < spec.n_prompts]
+            if short:
+                print(f"[goose] n_prompts={spec.n_prompts} asked of each category, but {where} has fewer in "
+                      f"{len(short)} of its {len(counts)} ({', '.join(short)}): running {len(chosen)}", flush=True)
+    return every, chosen
 
 
 @dataclass(frozen=True)

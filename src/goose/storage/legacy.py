@@ -43,11 +43,10 @@ class Plan:
 
 
 # --- rebuilding a stored configuration -------------------------------------------------------------------
-def _importable(target: str | None):
-    """The Drafter class `target` names, if it still imports (quietly: a moved class is expected here)."""
+def _located(target: str | None):
+    """What the import path `target` names, if it still imports, else None (quietly: a moved class or function
+    is expected here; Hydra's lookup would log an error for it)."""
     import importlib
-
-    from goose.drafting.contract import Drafter
 
     parts = str(target or "").split(".")
     for i in range(len(parts) - 1, 0, -1):
@@ -57,8 +56,34 @@ def _importable(target: str | None):
             continue
         for name in parts[i:]:
             obj = getattr(obj, name, None)
-        return obj if isinstance(obj, type) and issubclass(obj, Drafter) else None
+        return obj
     return None
+
+
+def _importable(target: str | None):
+    """The Drafter class `target` names, if it still imports."""
+    from goose.drafting.contract import Drafter
+
+    obj = _located(target)
+    return obj if isinstance(obj, type) and issubclass(obj, Drafter) else None
+
+
+def _loader_here(bench):
+    """The benchmark section with a loader that imports here, for reading its prompts: the recorded one, else
+    the loader of the benchmark config of the same name (folders of the claims sweep name loaders where they were,
+    goose.benchmark_loaders.*; the recorded path stays in the spec, which the schema-4 key hashed). None where
+    neither imports."""
+    from goose.benchmarks.prompts import benchmark_config
+
+    recorded = bench.loader.get("_target_") if isinstance(bench.loader, dict) else None
+    if callable(_located(recorded)):
+        return bench
+    try:
+        now = benchmark_config(bench.name)
+    except GooseError:
+        return None
+    target = now.loader.get("_target_") if isinstance(now.loader, dict) else None
+    return dataclasses.replace(bench, loader=now.loader) if callable(_located(target)) else None
 
 
 def _registered(name: str, search_path: tuple[str, ...]):
@@ -131,20 +156,27 @@ def stored_spec(config: dict, search_path: tuple[str, ...] = ()):
     return spec, recorded
 
 
-def _batches(spec, rows: list[dict]) -> list[list[str] | None]:
-    """Candidate prompt lists a concurrency > 1 key was computed over (the benchmark's first n_prompts, else the
-    rows' prompts in order); None at concurrency 1 (not hashed)."""
+def _batches(spec, rows: list[dict]) -> tuple[list[list[str] | None], str]:
+    """(candidate prompt lists a concurrency > 1 key was computed over: the benchmark's first n_prompts, else the
+    rows' prompts in order; [None] at concurrency 1, not hashed), and why the benchmark's could not be read ("" if
+    they were)."""
     if spec.concurrency <= 1:
-        return [None]
-    out = []
-    try:
-        from goose.running.inputs import benchmark_prompts
+        return [None], ""
+    out, why = [], ""
+    bench = _loader_here(spec.benchmark)
+    recorded = spec.benchmark.loader.get("_target_") if isinstance(spec.benchmark.loader, dict) else None
+    if bench is None:
+        why = (f"its benchmark loader {recorded} does not import and no benchmark config is named "
+               f"{spec.benchmark.name!r}")
+    else:
+        try:
+            from goose.running.inputs import benchmark_prompts
 
-        out.append([p.id for p in benchmark_prompts(spec)[1]])
-    except (GooseError, OSError):
-        pass  # its data is not on this machine: the rows' prompts may still be the list
+            out.append([p.id for p in benchmark_prompts(dataclasses.replace(spec, benchmark=bench), say=False)[1]])
+        except (GooseError, OSError) as e:  # its data is not on this machine: the rows' prompts may be the list
+            why = f"its benchmark's prompts do not read here ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     out.append(list(dict.fromkeys(str(r["prompt_id"]).split("#")[0] for r in rows)))
-    return out
+    return out, why
 
 
 # --- reading a folder ------------------------------------------------------------------------------------
@@ -196,7 +228,7 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
     """What migrating `folder` means: a Plan, or the Outcome that leaves it as it is. Reads only (the model's
     fingerprint is config.yaml's: no model is needed)."""
     from goose.models.loading import ModelIdentity
-    from goose.storage.result_files import ResultsFile, row_check
+    from goose.storage.result_files import CUT, ResultsFile, row_check
     from goose.storage.row_schema import ROW_SCHEMA, rekeyed, schema_of
     from goose.storage.run_folder import LEGACY_ROW_SCHEMA, config_hash, legacy_config_hash
 
@@ -204,8 +236,9 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
         return Outcome("skipped", folder, "no config.yaml: its configuration cannot be verified; left as it is")
     results = ResultsFile(folder / "results.csv")
     header, rows = results.read()
-    if results.damaged:
-        return Outcome("refused", folder, f"a damaged row ({results.damaged[0]}): a rerun with the code that wrote "
+    damaged = [d for d in results.damaged if d.why != CUT]  # an unfinished last line is left out (Plan.torn)
+    if damaged:
+        return Outcome("refused", folder, f"a damaged row ({damaged[0]}): a rerun with the code that wrote "
                                           "it moves it aside and decodes its prompt again; or delete the line")
     if (header is not None and "row_check" not in header) or any(schema_of(r) < LEGACY_ROW_SCHEMA for r in rows):
         return Outcome("skipped", folder, "rows written before row schema 4 (their keys did not cover content): the "
@@ -231,7 +264,8 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
         ident = config["identity"]
         fps = (str(ident.get("model_fingerprint") or ""), str(ident.get("prompts_fingerprint") or ""),
                str(ident.get("data_fingerprint") or ""))
-        for batch in _batches(spec, rows):
+        batches, unread = _batches(spec, rows)
+        for batch in batches:
             new = config_hash(spec, ModelIdentity("", fps[0], "", "", ""), fps[1], fps[2], batch)
             if stored == new:
                 if schemas - {ROW_SCHEMA}:
@@ -240,8 +274,11 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
             if stored == legacy_config_hash(spec, *fps, batch, target=recorded):
                 break
         else:
+            unread = f"; at concurrency {spec.concurrency} the key covers the prompts asked for, and {unread}" \
+                if unread else ""
             raise GooseError(f"its key {stored} is neither schema 4's nor schema 5's for its config.yaml (this code "
-                             f"computes {new} for schema 5): written by another version, or config.yaml was edited")
+                             f"computes {new} for schema 5): written by another version, or config.yaml was edited"
+                             f"{unread}")
         if schemas - {LEGACY_ROW_SCHEMA}:
             raise GooseError(f"rows of schema {', '.join(map(str, sorted(schemas)))} under a schema-4 key")
     except GooseError as e:

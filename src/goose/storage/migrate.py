@@ -92,8 +92,9 @@ def clean(left: Path, dry_run: bool) -> Outcome | None:
 
 
 def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ...] = ()) -> list[Outcome]:
-    """Re-key every schema-4 run folder below `paths` (see the module docstring). One Outcome per folder."""
-    from goose.storage.result_files import RunLock
+    """Re-key every schema-4 run folder below `paths` (see the module docstring). One Outcome per folder;
+    `dry_run`: what would change, writing nothing (no lock file either)."""
+    from goose.storage.result_files import RunLock, lock_held
 
     outcomes: list[Outcome] = []
     folders: list[Path] = []
@@ -107,9 +108,14 @@ def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ..
         folders += [f for f in run_folders(root) if f.resolve() not in {g.resolve() for g in folders}]
 
     def locked(folder: Path, step):
-        lock = RunLock(folder)
+        """`step` under the folder's run lock; a dry run writes nothing, no lock either: it asks whether a run
+        holds the lock (RunLock.holder) and, where none does, reads."""
+        lock = None if dry_run else RunLock(folder)
         try:
-            lock.__enter__()
+            if lock is not None:
+                lock.__enter__()
+            elif (holder := RunLock.holder(folder)) is not None:
+                raise lock_held(folder, holder)
         except GooseError as e:
             if _written_by_schema_5(folder):  # a run of this code is writing it: nothing to migrate
                 return Outcome("current", folder)
@@ -117,7 +123,8 @@ def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ..
         try:
             return step()
         finally:
-            lock.__exit__(None, None, None)
+            if lock is not None:
+                lock.__exit__(None, None, None)
 
     plans: list[Plan] = []
     for folder in folders:

@@ -115,11 +115,31 @@ def token_pieces(tokenizer, tokens: list[int]) -> list[str]:
     return pieces
 
 
+CUT = "cut short: the file's last line has no end (its writer stopped mid-line)"
+
+
+def _unfinished(path: Path) -> str:
+    """The unfinished last line of `path` (what follows its last newline, which read_lines leaves out), or ""."""
+    try:
+        with open(path, "rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return ""
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return ""
+            f.seek(0)
+            data = f.read()
+    except OSError:
+        return ""
+    return data[data.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")
+
+
 class ResultsFile:
     """One CSV, one row per prompt, each written with a single append + fsync and carrying a digest of
     its values (`row_check`). Reading never writes: a line that is not a whole row (a short write, two
-    rows run together, an edit) is listed in `damaged`, never returned as a row. The run's writer, which
-    holds the run lock, moves damaged lines aside (`repair`) so their prompts are decoded again."""
+    rows run together, an edit, a last line cut mid-line by a killed writer) is listed in `damaged`, never
+    returned as a row. The run's writer, which holds the run lock, moves damaged lines aside (`repair`) so
+    their prompts are decoded again."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -130,6 +150,14 @@ class ResultsFile:
         self.damaged = []
         self._raw: dict[int, str] = {}  # damaged record's first line -> its text, for repair()
         lines = read_lines(self.path)
+        cut = _unfinished(self.path)
+        header, rows = self._records(lines)
+        if cut:
+            self.damaged.append(Damaged(self.path, len(lines) + 1, CUT))
+            self._raw[len(lines) + 1] = cut + "\n"
+        return header, rows
+
+    def _records(self, lines: list[str]) -> tuple[list[str] | None, list[dict]]:
         if not lines:
             return None, []
         reader = csv.reader(lines)
@@ -170,16 +198,19 @@ class ResultsFile:
         return self.read()[0]
 
     def repair(self) -> list[Damaged]:
-        """Writer only: drop an unfinished last line, and move damaged lines to <file>.damaged (kept for
+        """Writer only: move damaged lines (an unfinished last line too) to <file>.damaged (kept for
         inspection), so the file holds whole rows only and the prompts of the damaged ones are decoded
-        again. Returns what was moved."""
-        repair_tail(self.path)
+        again. Returns the damaged lines (an unreadable header line is left where it is)."""
         header, rows = self.read()
         damaged = list(self.damaged)
-        if damaged and header is not None:
-            aside = "".join(f"# {d}\n{self._raw.get(d.line, '')}" for d in damaged)
+        moved = [d for d in damaged if header is not None or d.why == CUT]
+        if moved:
+            aside = "".join(f"# {d}\n{self._raw.get(d.line, '')}" for d in moved)
             append_text(self.path.with_name(self.path.name + ".damaged"), aside, sync=True)
-            self._rewrite(header, rows)
+            if header is not None:
+                self._rewrite(header, rows)
+            else:  # cut inside its first row (written with the header): nothing whole to keep
+                repair_tail(self.path)
         return damaged
 
     def _rewrite(self, header: list[str], rows: list[dict]) -> None:
@@ -283,6 +314,11 @@ class TimingStore:
         append_text(p, json.dumps(timing) + "\n")
 
 
+def lock_held(folder: Path, holder: str) -> GooseError:
+    return GooseError(f"another process (PID {holder}) is writing {folder}; wait for it to finish (rerunning then "
+                      "skips what it wrote), or use another results_dir.")
+
+
 class RunLock:
     """One writer per run folder: an exclusive OS lock (flock) on <folder>/.lock holding the PID.
 
@@ -303,27 +339,47 @@ class RunLock:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise write_error(path, e, "create the run lock") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            import time
+        import time
 
-            holder = ""
-            for _ in range(20):  # the holder writes its PID just after taking the lock
-                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
-                if holder:
-                    break
-                time.sleep(0.05)
-            os.close(fd)
-            holder = holder or "unknown"
-            raise GooseError(
-                f"another process (PID {holder}) is writing {self.folder}; wait for it to finish "
-                "(rerunning then skips what it wrote), or use another results_dir."
-            ) from None
+        for attempt in range(5):  # a dry run's probe (`holder`) holds its shared lock for microseconds
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt < 4:
+                    time.sleep(0.02)
+                    continue
+                holder = ""
+                for _ in range(20):  # the holder writes its PID just after taking the lock
+                    holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+                    if holder:
+                        break
+                    time.sleep(0.05)
+                os.close(fd)
+                raise lock_held(self.folder, holder or "unknown") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         self.fd = fd
         return self
+
+    @staticmethod
+    def holder(folder: Path) -> str | None:
+        """Who holds `folder`'s lock now (its PID and host), or None where no process does; asked without creating
+        the lock file or writing to it (a dry run writes nothing): a shared lock is tried and dropped at once."""
+        import fcntl
+
+        try:
+            fd = os.open(Path(folder) / ".lock", os.O_RDONLY)
+        except OSError:
+            return None  # no lock file: no run ever held it (a run creates it before it locks)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        except BlockingIOError:
+            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+        finally:
+            os.close(fd)
 
     def __exit__(self, *exc) -> None:
         import fcntl
