@@ -442,3 +442,11 @@ def test_the_clock_is_a_cpu_reading_never_contradicted(tmp_path):
           **TIMED)
     row = card(root).loc[(4, "goose B=60")]
     assert row.verdict == "CPU reading" and row["size"] == "CPU reading: below" and row["vs no effect"] == "below"
+
+
+def test_the_clock_timed_on_a_gpu_is_a_verdict(tmp_path):
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 30, 30], wall_s=[1.0, 1.0, 1.0], ar_wall_s=[2.5, 2.6, 2.4], speedup=[2.5, 2.6, 2.4],
+          device="cuda", **TIMED)
+    row = card(root).loc[(4, "goose B=60")]
+    assert row.verdict == "holds" and row["size"] == "within"

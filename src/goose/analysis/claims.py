@@ -307,8 +307,8 @@ def _compare(claim: Claim, model: str, bench: str, c: Comparison, say: bool = Tr
     answer, prompt = _copy_split(flat) if claim.flattered else (float("nan"), float("nan"))
     lossless, lossy = _lossless(sides)
     verdicts = (direction(claim, low, high), size(claim.size, low, high))
-    if claim.gpu:
-        verdicts = (CPU_READING, f"{CPU_READING}: {verdicts[1]}")
+    if claim.gpu and not all(str(d).startswith("cuda") for s in sides for d in s.device):
+        verdicts = (CPU_READING, f"{CPU_READING}: {verdicts[1]}")  # a GPU's claim timed on a CPU
     row = {"claim": claim.number, "name": claim.name, "model": model, "benchmark": bench,
            "comparison": c.label, "n": len(sides[0]), "nothing drafted": undrafted,
            "effect": effect, "low": low, "high": high, "unit": claim.unit, "paper": c.paper or claim.paper,
@@ -365,7 +365,8 @@ def glance(card: pd.DataFrame) -> pd.DataFrame:
             fractions = []
             for reading in READINGS:
                 part = own[own.reading == reading]
-                good = part["vs no effect"].isin(["above", "at or above"]) if claim.gpu else part.verdict == HOLDS
+                cpu = part.verdict == CPU_READING
+                good = (cpu & part["vs no effect"].isin(["above", "at or above"])) | (part.verdict == HOLDS)
                 fractions.append(f"{int(good.sum())}/{len(part)}" if len(part) else "-")
             proto = own[own.reading == PROTOCOL]
             within = proto["size"].str.endswith(WITHIN) if "size" in proto else proto.claim.eq(-1)
@@ -386,7 +387,7 @@ def _cell(claim: Claim, part: pd.DataFrame, reading: str) -> tuple[str, str]:
     k = part.benchmark.nunique()
     lossy = part[part.verdict == NOT_LOSSLESS]
     part = part[part.verdict != NOT_LOSSLESS]
-    if claim.gpu:
+    if claim.gpu and not part.verdict.isin([HOLDS, INCONCLUSIVE, CONTRADICTED]).any():  # timed on a CPU
         faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
         verdict = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
         sized = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
