@@ -39,7 +39,17 @@ def test_a_budget_beside_a_drafter_instance_that_differs_from_its_own_is_refused
     # budget="auto" arms pruning on the instance (its budget the most it builds), as before
     auto = GooseDrafter(budget=5)
     goose.generate(model, ids, method=auto, budget="auto", max_new_tokens=8)
-    assert auto.auto is not None
+    assert auto.auto_budget_enabled
+
+
+def test_a_fixed_budget_asked_of_an_instance_armed_for_auto_is_refused(model):
+    """After budget='auto' armed an instance, budget=60 (its own) drafted budget=auto's trees without a word."""
+    ids = model.tokenizer(TEXT).input_ids
+    armed = GooseDrafter()
+    goose.generate(model, ids, method=armed, budget="auto", max_new_tokens=8)
+    one_line(lambda: goose.generate(model, ids, method=armed, budget=60, max_new_tokens=8), "budget=60",
+             "armed", "build a new one")
+    goose.generate(model, ids, method=armed, budget="auto", max_new_tokens=8)  # asked as armed: fine
 
 
 def test_memory_beside_a_drafter_instance_that_differs_from_its_own_is_refused(model):

@@ -450,3 +450,19 @@ def test_the_clock_timed_on_a_gpu_is_a_verdict(tmp_path):
           device="cuda", **TIMED)
     row = card(root).loc[(4, "goose B=60")]
     assert row.verdict == "holds" and row["size"] == "within"
+
+
+def test_a_label_is_chosen_by_the_rows_the_claims_could_read(tmp_path):
+    """Neither label at the paper's length: the 48-token one had more rows, but two were a non-default GOOSE's, so
+    the claims read it at n = 1 and left the 32-token label's complete default runs (n = 2) unread."""
+    root = tmp_path / "r"
+    for n_new in (32, 48):
+        _rows(root, "pld", [40, 40], n_new=n_new, accepted=[30, 20], drafted=[100, 100])
+        _rows(root, "tr", [40, 40], n_new=n_new, accepted=[10, 10], drafted=[500, 500])
+    _rows(root, "goose", [30, 30], n_new=32)
+    _rows(root, "goose", [30], n_new=48)
+    _rows(root, "goose", [20, 20], n_new=48, config="no-confidence", **{"method.drafter.use_confidence": False})
+    c = card(root)
+    peers = c.loc[(5, "goose vs pld")]
+    assert peers["read as"] == "humaneval [max_new_tokens=32]" and peers.n == 2
+    assert "not the paper's protocol (32 new tokens, the paper's 512)" in peers["why this label"]

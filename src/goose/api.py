@@ -274,6 +274,10 @@ def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
     from goose.running.registry import method_names
 
     cls = type(drafter).__name__
+    if budget not in (None, "auto") and drafter.auto_budget_enabled:
+        raise GooseError(f"{fn}: budget={budget!r} asked of a Drafter instance that an earlier budget='auto' armed: it "
+                         f"prunes under budget=auto for good; build a new one for a fixed budget ({cls}(...)), or "
+                         "pass budget='auto'.")
     for key, given, role in (("budget", budget, BUDGET), ("memory", memory, MEMORY)):
         fields = role_fields(drafter.config, role)
         if given is None or given == "auto" or not fields or getattr(drafter.config, fields[0]) == given:

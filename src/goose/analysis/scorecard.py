@@ -48,6 +48,7 @@ def _ran_on(rows: pd.DataFrame) -> str:
 
 
 def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
+    rows = rows[rows.config_hash.isin(set(card.attrs["read"].config))]  # what the comparisons read, nothing else
     lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
     lines = [
         "# Which of the paper's claims replicate", "",

@@ -37,13 +37,31 @@ def protocol(rows: pd.DataFrame, chat: bool = False) -> bool:
 
 def labels(bench: pd.DataFrame, chat: bool = False) -> list[tuple[str, pd.DataFrame, str]]:
     """A benchmark's labels, with raw prompts (`chat`: with the chat template), in the order the claims try them,
-    each (label, its rows, why it comes there): the paper's protocol first, then the label with the most rows."""
+    each (label, its rows, why it comes there): the paper's protocol first, then the label with the most rows of
+    default configurations at the budgets the claims read (rows of other configurations are never read)."""
     out = []
     for label, cell in bench[bench.chat_template.astype(bool) == chat].groupby("benchmark", sort=True):
         paper = protocol(cell, chat)
-        why = "the paper's protocol (its answer length, raw prompts)" if paper else "not the paper's protocol"
-        out.append((label, cell, why, (not paper, -len(cell), label)))
+        usable = _default_rows(cell)
+        if paper:
+            why = "the paper's protocol (its answer length, raw prompts)"
+        else:
+            r = cell.iloc[0]
+            why = (f"not the paper's protocol ({_text(r.get('max_new_tokens', ''))} new tokens, the paper's "
+                   f"{_text(r.get('benchmark.paper_max_new_tokens', '')) or 'unknown'}): of the labels read, the one "
+                   f"with the most rows of default configurations ({usable})")
+        out.append((label, cell, why, (not paper, -usable, label)))
     return [(label, cell, why) for label, cell, why, _ in sorted(out, key=lambda t: t[3])]
+
+
+def _default_rows(cell: pd.DataFrame) -> int:
+    """Rows of a label that the claims could read: default configurations at the claims' budgets."""
+    g = cell[cell.budget.isin([CLAIMS_BUDGET, FIXED, "auto"])]
+    if g.empty:
+        return 0
+    configs = configurations(g)
+    default = set(configs.config_hash[configs.settings.isin([DEFAULT, None])])
+    return int(g.config_hash.isin(default).sum())
 
 
 def paper_benchmarks(df: pd.DataFrame) -> pd.DataFrame:
@@ -139,7 +157,8 @@ def not_read(cell: pd.DataFrame, read: set[str]) -> pd.DataFrame:
             why = (f"not the method's default: {c.settings}" if c.settings not in (DEFAULT, None)
                    else "its method's default is unknown" if c.settings is None
                    else "another configuration with the default settings has more prompts" if here
-                   else "the comparisons read another label of this benchmark (the paper's protocol first)")
+                   else "the comparisons read another label of this benchmark (the paper's protocol first, else the "
+                        "one with the most rows of default configurations)")
             out.append({"model": cell.model.iloc[0], "benchmark": cell.benchmark.iloc[0], "method": method,
                         "budget": budget, "config": c.config_hash, "prompts": c.prompts, "why not read": why})
     return pd.DataFrame(out)

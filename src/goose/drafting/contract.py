@@ -44,7 +44,8 @@ def configure(cls: type, config, overrides: dict):
 
 # What a Config field is to the runner, declared where the field is (never guessed from its name):
 # - budget_setting(): nodes per draft incl. the root, set from the top-level `budget`. A drafter without
-#   one ignores budgets: its rows record budget=fixed, so a budget sweep runs it once.
+#   one ignores numeric budgets: its rows record budget=fixed, so a budget sweep runs it once; under
+#   budget=auto a drafter with capabilities.auto_budget is pruned all the same and records auto.
 # - memory_setting(): the cross-prompt memory mode (MEMORY_MODES), set from the top-level `memory`.
 #   `prompt` clears learned state before every prompt, `run` keeps it across the prompts of a run, in
 #   prompt order. A drafter without one keeps nothing and records memory=none.
@@ -190,6 +191,11 @@ class Drafter:
     def enable_auto_budget(self, auto) -> None:
         """budget=auto: an `AutoBudget` that prunes every draft (capabilities.auto_budget)."""
         raise GooseError(f"method '{self.name}' does not support budget=auto; give a number of nodes.")
+
+    @property
+    def auto_budget_enabled(self) -> bool:
+        """Whether `enable_auto_budget` armed this instance: it prunes under budget=auto from then on."""
+        return False
 
     @property
     def sized_by_batch(self) -> bool:

@@ -205,6 +205,10 @@ class TreeDrafter(Drafter):
         self.auto = auto
 
     @property
+    def auto_budget_enabled(self) -> bool:
+        return self.auto is not None
+
+    @property
     def sized_by_batch(self) -> bool:
         return self.auto is not None and self.auto.defer
 
