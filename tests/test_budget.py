@@ -2,6 +2,7 @@
 
 import pytest
 from conftest import hf_greedy
+from tiny import tiny_model
 
 from goose.drafting.budget import AutoBudget, CostCurve
 from goose.drafting.tree import TreeNodes
@@ -132,7 +133,7 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content_and_cpu(tmp_path
         backend = "eager"
         calls = 0
 
-        def measure_rounds(self, widths, repeats, context_len):
+        def measure_rounds(self, widths, repeats, context_len, progress=None):
             Engine.calls += context_len == 256  # one curve: a round of measurements per context
             return [[0.01 * w] * repeats for w in widths]
 
@@ -154,6 +155,120 @@ def test_cost_curve_is_measured_once_and_keyed_by_model_content_and_cpu(tmp_path
     assert Engine.calls == 4 and any("Other_CPU_9000_AVX2" in p.name for p in (tmp_path / "profiles").iterdir())
 
 
+def test_the_curve_is_keyed_by_what_determines_it_not_the_models_file_name(tiny_folder, tmp_path, monkeypatch):
+    """The same weights under another folder name read one curve; other threads, another dtype or another CPU
+    (another kernel instruction set) each their own (#61: a renamed model was measured again, 1m14s)."""
+    import shutil
+
+    import torch
+
+    from goose.drafting.budget import profile_key
+    from goose.models.loading import identify_model, model_config
+
+    renamed = shutil.copytree(tiny_folder, tmp_path / "my-renamed-model")
+    a, b = (identify_model(model_config("hf", str(f))) for f in (tiny_folder, renamed))
+    assert a.label != b.label and a.fingerprint == b.fingerprint
+    engine, cpu = Engine(tiny_model()), torch.device("cpu")
+    key = profile_key(engine, a, cpu, torch.float32)
+    assert profile_key(engine, b, cpu, torch.float32) == key and a.label not in key
+    assert profile_key(engine, a, cpu, torch.bfloat16) != key
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1 if threads != 1 else 2)
+        assert profile_key(engine, a, cpu, torch.float32) != key
+    finally:
+        torch.set_num_threads(threads)
+    monkeypatch.setattr("goose.drafting.budget.device_name", lambda device: "Other CPU 9000 (AVX2)")
+    assert profile_key(engine, a, cpu, torch.float32) != key
+
+
+def test_the_first_curve_is_announced_with_an_estimate_and_a_renamed_model_reads_it(tiny_folder, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """Before measuring, one line says what is measured and about how long it takes, then a progress bar on
+    stderr counts the timed forwards; the same model under another name is not measured again."""
+    import shutil
+
+    import torch
+
+    from goose.drafting.budget import cost_curve
+    from goose.models.loading import identify_model, model_config
+
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("goose.drafting.budget.BUSY_SPREAD", float("inf"))  # once, however busy the machine is
+    monkeypatch.setattr("goose.drafting.budget.DEFAULT_WIDTHS", (1, 4, 16))  # a short curve: what is said is tested
+    monkeypatch.setattr("goose.drafting.budget.CURVE_REPEATS", 2)
+    renamed = shutil.copytree(tiny_folder, tmp_path / "my-renamed-model")
+    a, b = (identify_model(model_config("hf", str(f))) for f in (tiny_folder, renamed))
+    engine, cpu = Engine(tiny_model()), torch.device("cpu")
+    real, said, bars = engine.measure_rounds, [], []
+
+    def measure_rounds(*args, **kw):
+        got = capsys.readouterr()
+        said.append(got.out)  # what was printed before the first forward was timed
+        bars.append(got.err)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(engine, "measure_rounds", measure_rounds)
+    curve = cost_curve(engine, a, cpu, torch.float32)
+    assert said and "[goose] budget=auto measures this model's verification cost on this machine once" in said[0]
+    assert "9 timed forwards (3 node counts x 3 rounds x 1 context(s)), about " in said[0]
+    assert "s (estimated from the model's size and" in said[0] and len(said[0].strip().splitlines()) == 1
+    assert "cost curve" in "".join(bars) + capsys.readouterr().err  # the bar
+    calls = len(said)
+    assert cost_curve(engine, b, cpu, torch.float32).by_context == curve.by_context and len(said) == calls
+    assert "measures" not in capsys.readouterr().out
+
+
+def test_the_estimate_said_before_measuring_is_the_commented_one_and_none_on_a_gpu():
+    """budget.py's comment: SmolLM2's first curve (12 node counts x 6 rounds x 2 contexts) is announced at about
+    14 s on 2 threads, twice that on one; a GPU is not estimated."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers import LlamaConfig
+
+    from goose.drafting.budget import CURVE_CONTEXTS, DEFAULT_WIDTHS, verify_seconds
+
+    smollm2 = LlamaConfig(hidden_size=576, num_hidden_layers=30, intermediate_size=1536, vocab_size=49152)
+    engine = SimpleNamespace(device=torch.device("cpu"), model=SimpleNamespace(config=smollm2))
+
+    def curve_s():
+        return sum(verify_seconds(engine, n, c) for c in CURVE_CONTEXTS for n in (c, *DEFAULT_WIDTHS * 6))
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        two = curve_s()
+        torch.set_num_threads(1)
+        assert 12 < two < 16 and curve_s() == pytest.approx(2 * two)
+    finally:
+        torch.set_num_threads(threads)
+    assert verify_seconds(SimpleNamespace(device=torch.device("cuda"), model=engine.model), 8) is None
+
+
+def test_a_curve_cached_under_the_old_name_is_read_not_measured_again(tmp_path, monkeypatch, capsys):
+    """Files of the old name began with the model's label: the curve they hold is taken over, not measured."""
+    import torch
+
+    from goose.drafting.budget import CostCurve, cost_curve, profile_key
+    from goose.models.loading import ModelIdentity
+
+    class Engine:
+        backend = "eager"
+
+        def measure_rounds(self, *args, **kw):
+            raise AssertionError("measured again")
+
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path))
+    model, cpu = ModelIdentity("old-name", "aaaa", "/x", "hf", "/x"), torch.device("cpu")
+    old = tmp_path / "profiles" / f"old-name-{profile_key(Engine(), model, cpu, torch.float32)}-ctx256-1024.json"
+    old.parent.mkdir()
+    old.write_text(CostCurve([1, 64], [0.01, 0.05], [256, 1024], [[0.01, 0.05], [0.02, 0.06]]).to_json())
+    renamed = ModelIdentity("new-name", "aaaa", "/y", "hf", "/y")
+    assert cost_curve(Engine(), renamed, cpu, torch.float32).by_context == [[0.01, 0.05], [0.02, 0.06]]
+    assert capsys.readouterr().out == "" and len(list(old.parent.glob("aaaa-*-ctx256-1024.json"))) == 1
+
+
 def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):
     """A model of 256 positions cannot verify 128 nodes after 256 tokens: it is measured at widths that leave
     half its context to the prefix, after the prefix that fits."""
@@ -167,7 +282,7 @@ def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):
         max_positions = 256
         asked: list = []
 
-        def measure_rounds(self, widths, repeats, context_len):
+        def measure_rounds(self, widths, repeats, context_len, progress=None):
             assert context_len + max(widths) <= self.max_positions
             Engine.asked.append((tuple(widths), context_len))
             return [[0.01 * w] * repeats for w in widths]

@@ -153,3 +153,114 @@ def test_multirun_after_an_override_says_it_goes_first():
 def test_multirun_after_an_override_is_one_line_exit_2(tmp_path):
     r = run_py("benchmark=humaneval", "-m", "method=ar,pld", f"results_dir={tmp_path / 'res'}")
     one_line(r, "-m must come before the overrides")
+
+
+# --- 6: a user's Config or loader refusing a value (#61) -----------------------------------------------------
+USER_DRAFTER = '''
+from dataclasses import dataclass
+
+from goose.drafting.contract import budget_setting
+from goose.drafting.tree import Source, TreeDrafter, TreeNodes
+
+
+def check(ok, message):
+    if not ok:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class PickyConfig:
+    length: int = 4
+    budget: int = budget_setting(60)
+
+    def __post_init__(self):
+        if self.length == 0:
+            raise ValueError("must be at least 1")  # the message does not name the field: the check does
+        check(self.length < 100, "far too long")  # so does a helper's call
+        if self.length == 7:
+            raise ValueError("length 7 is unlucky")  # the message names it
+        lucky = self.length != 13
+        if not lucky:
+            raise RuntimeError("no reason given")  # neither names a field: every value is said
+
+
+class PickyDrafter(TreeDrafter):
+    name = "picky"
+    Config = PickyConfig
+    sources = (Source("picky"),)
+
+    def propose(self, context):
+        return self.finish(TreeNodes(context[-1]))
+'''
+
+
+@pytest.fixture
+def picky(tmp_path, monkeypatch):
+    """A user's drafter whose Config validates in __post_init__, on Hydra's search path (tmp_path/user)."""
+    user = tmp_path / "user"
+    (user / "method").mkdir(parents=True)
+    (user / "picky_drafter.py").write_text(USER_DRAFTER)
+    (user / "method" / "picky.yaml").write_text("name: picky\ndrafter:\n  _target_: picky_drafter.PickyDrafter\n"
+                                                 "  length: 4\n")
+    monkeypatch.syspath_prepend(str(user))
+    return user
+
+
+@pytest.mark.parametrize("length, says", [
+    (0, "method 'picky': PickyConfig refused length=0: must be at least 1 (ValueError); set method.drafter.length="),
+    (100, "method 'picky': PickyConfig refused length=100: far too long (ValueError); set method.drafter.length="),
+    (7, "method 'picky': PickyConfig refused length=7: length 7 is unlucky (ValueError)"),
+    (13, "method 'picky': PickyConfig refused its settings (length=13, budget=60): no reason given (RuntimeError)."),
+])
+def test_a_users_config_refusing_a_value_is_one_line_naming_the_method_and_the_field(picky, length, says, tmp_path,
+                                                                                     capsys):
+    """Built-in Configs raise GooseError; a user's raised ValueError (or anything) and got Hydra's traceback."""
+    from hydra import compose, initialize_config_dir
+
+    from goose.paths import CONF
+    from goose.running.runner import exit_status, run
+
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra.searchpath=[file://{picky}]", "method=picky",
+                                           f"method.drafter.length={length}", f"results_dir={tmp_path / 'res'}"])
+    assert exit_status(lambda: run(cfg)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {says}"), err
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_sweep_with_a_users_refused_value_stops_before_its_first_job(picky, tmp_path):
+    from goose.cli import refused
+
+    why = refused(["-m", f"hydra.searchpath=[file://{picky}]", "method=picky", "method.drafter.length=4,0",
+                   f"results_dir={tmp_path}"])
+    assert why is not None and "\n" not in why, why
+    assert "PickyConfig refused length=0: must be at least 1 (ValueError)" in why and "No job was started" in why
+
+
+def test_a_users_loader_refusing_a_setting_is_one_line_naming_the_benchmark_and_the_setting():
+    from goose.benchmarks.prompts import load_benchmark
+    from goose.errors import GooseError
+    from goose.running.sections import BenchmarkSpec
+
+    def load(spec, data):
+        if spec.turns not in (None, 1):
+            raise ValueError("one turn only")
+        raise ValueError("no prompts today")
+
+    import sys
+
+    sys.modules[__name__].picky_loader = load
+    spec = BenchmarkSpec("mine", loader={"_target_": f"{__name__}.picky_loader"}, turns=2)
+    said = r"^benchmark 'mine': its loader refused turns=2: one turn only \(ValueError\); set benchmark.turns=\.\.\.\.$"
+    with pytest.raises(GooseError, match=said):
+        load_benchmark(spec)
+    with pytest.raises(GooseError, match=r"^benchmark 'mine': its loader refused: no prompts today \(ValueError\)\.$"):
+        load_benchmark(BenchmarkSpec("mine", loader={"_target_": f"{__name__}.picky_loader"}))
+
+
+@pytest.mark.integration
+def test_a_users_config_refusing_a_value_is_one_line_from_run_py(picky, tmp_path):
+    r = run_py(f"hydra.searchpath=[file://{picky}]", "method=picky", "method.drafter.length=0",
+               f"results_dir={tmp_path / 'res'}")
+    one_line(r, "method 'picky': PickyConfig refused length=0: must be at least 1 (ValueError)")

@@ -95,14 +95,16 @@ def test_rows_an_artifact_does_not_read_are_named_and_a_refusal_says_what_is_the
     put(root, "goose", "gsm8k", {"0": 30}, c=4)
     df = load_rows(root)
     df["concurrency"] = 4
-    with pytest.raises(SystemExit, match="no greedy rows at concurrency 1 .the rows here are at "
+    with pytest.raises(SystemExit, match="needs rows at concurrency 1 .the rows here: goose at budget 60; "
                        "concurrency 4"):
-        make("all_methods", df, tmp_path / "out")
+        make("claims", df, tmp_path / "out")  # the claims read one request at a time only
+    make("all_methods", df, tmp_path / "out")  # the one concurrency the rows have, said in its title
+    assert "(concurrency 4)" in (tmp_path / "out" / "all_methods.md").read_text().splitlines()[0]
     put(root, "goose", "gsm8k", {"0": 30})
     df = load_rows(root)
     df.loc[df.config_hash.str.endswith("c4"), "concurrency"] = 4
     make("all_methods", df, tmp_path / "out")
-    assert "left out 1 row(s) at concurrency 4 (the concurrency artifact reads them" in capsys.readouterr().out
+    assert "left out 1 row(s) at concurrency 4 (the concurrency artifact reads every" in capsys.readouterr().out
 
 
 def test_source_gap_and_table1_never_pool_or_average_one_benchmark_twice(tmp_path, capsys):

@@ -171,3 +171,58 @@ def test_the_slurm_launcher_without_sbatch_is_one_line(monkeypatch):
     why = refused(["-m", "method=ar,pld", "hydra/launcher=slurm"])
     assert why is not None and "sbatch" in why and "not on PATH" in why
     assert refused(["-m", "method=ar,pld"]) is None
+
+
+# --- every reproduce target says its plan and estimate first (#61) ------------------------------------------------
+def make_env() -> dict:
+    """The environment a user's `make` gets (CI runs pytest from `make test`, whose MAKELEVEL makes a sub-make)."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+
+
+def reproduce_targets() -> list[str]:
+    makefile = (ROOT / "Makefile").read_text()
+    return sorted({*re.findall(r"^EXPERIMENT_([\w-]+) =", makefile, re.M),
+                   *re.findall(r"^reproduce-([\w-]+):", makefile, re.M)} - {"%", "all", "claims"})
+
+
+@pytest.mark.parametrize("target", reproduce_targets())
+def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anything(target, tmp_path):
+    """With a stand-in for python that records its calls (nothing is decoded), the first thing each target runs after
+    its profile checks is the plan; the plan, run for real with the same arguments, is two lines: the sweeps with
+    their runs, prompts and tokens, where rows and artifacts go; about how long."""
+    import shutil
+
+    if not shutil.which("make"):
+        pytest.skip("needs make")
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\t' \"$a\"; done >> {log}; echo >> {log}\n")
+    fake.chmod(0o755)
+    r = subprocess.run(["make", "-s", f"reproduce-{target}", "PROFILE=local", f"PYTHON={fake}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60, env=make_env())
+    assert r.returncode == 0, r.stderr
+    argvs = [c.rstrip("\t").split("\t") for c in log.read_text().splitlines()]
+    argvs = [a for a in argvs if a[0] != "-c"]  # the profile and GPU checks
+    calls = [" ".join(a) for a in argvs]
+    assert calls[0].startswith("-m goose.experiments.sweep_plan --profile local --results results/local "), calls
+    assert any(c.startswith(("run.py", "-m goose.methods.rest")) for c in calls[1:]), calls
+    out = subprocess.run([sys.executable, *argvs[0]], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2
+    said = (rf"== {target} with PROFILE=local: the sweep \S+-local .*\(\d+ runs, \d+ prompts, [\d,]+ new tokens at "
+            r"most\).*; rows into results/local, then .+ into results/local/artifacts$")
+    assert re.match(said, lines[0]), lines[0]
+    assert re.match(r"== about [\d.]+ (min|hours) on this repository's 2-core machine", lines[1]), lines[1]
+
+
+def test_a_plan_counts_the_sweeps_jobs_with_the_targets_overrides():
+    from goose.experiments.sweep_plan import plan, sweep_jobs
+
+    _, jobs = sweep_jobs("concurrency-local method=pld,goose budget=auto")
+    assert len(jobs) == 3 * 3 * 2 and {j["method"] for j in jobs} == {"pld", "goose"}
+    assert {j["budget"] for j in jobs} == {"auto"}
+    first, second = plan("table1", "local", "results/local", "results/local/artifacts", ["table1"], ["table1-local"])
+    assert "table1-local (9 runs, 90 prompts, 11,520 new tokens at most)" in first
+    assert second.startswith("== about 40 min")  # 23,040 decoded tokens (AR timed beside each) and 9 runs

@@ -91,9 +91,9 @@ def test_sources_run_with_other_hyperparameters_are_refused(tmp_path):
     for method, ext in (("goose", 40), ("spine-only", 0), ("branches-only", 40)):
         write(tmp_path, "gsm8k", method, STEPS[("gsm8k", method)], **{"method.drafter.extension": ext,
               "method.drafter._target_": method, "method.drafter.context_spine": method != "branches-only"})
-    t = synergy(load_rows(tmp_path))
-    assert t["not compared"].tolist() == ["different hyperparameters (method.drafter.extension): not the same "
-                                          "budget and sources"]
+    with pytest.raises(SystemExit, match=r"needs GOOSE runs beside spine-only, branches-only on the same prompts "
+                       r"\(different hyperparameters \(method.drafter.extension\): not the same budget and sources\)"):
+        synergy(load_rows(tmp_path))  # nothing compared: no table of refusals, one line saying why
 
 
 def test_published_comparison_and_source_gap(results):

@@ -61,26 +61,41 @@ def _wrap(text: str, indent: int, width: int = 110) -> str:
     return textwrap.fill(text, width, initial_indent=pad, subsequent_indent=pad)[indent:] if text else ""
 
 
+def _fill(text: str, width: int = 110) -> str:
+    """A paragraph of its own, wrapped to `width`, continued two spaces in."""
+    import textwrap
+
+    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
 def render(conf: Path = CONF) -> str:
     lines = ["== Config groups (group=option) =="]
     for group in GROUPS:
         lines.append(f"{group}:")
         for p in sorted((conf / group).glob("*.yaml"), key=lambda p: p.stem):
             lines.append(f"  {p.stem:<26}" + _wrap(first_comment(p), 28))
-    experiments = sorted({p.stem.rsplit("-", 1)[0] for p in (conf / "experiment").glob("*.yaml")})
-    lines.append(f"+experiment=NAME-local|NAME-paper (with -m; see the Makefile's reproduce-* targets): "
-                 f"{', '.join(experiments)}")
+    stems = {p.stem for p in (conf / "experiment").glob("*.yaml")}
+    paired = sorted({s.rsplit("-", 1)[0] for s in stems if s.endswith(("-local", "-paper"))
+                     and {f"{s.rsplit('-', 1)[0]}-local", f"{s.rsplit('-', 1)[0]}-paper"} <= stems})
+    alone = sorted(s for s in stems if not any(s in (f"{n}-local", f"{n}-paper") for n in paired))
+    lines.append(_fill(f"+experiment=NAME-local|NAME-paper (with -m; see the Makefile's reproduce-* targets): "
+                       f"{', '.join(paired)}; and by their own names: {', '.join(alone)}"))
     lines += ["", "== Settings (key=value; default in parentheses) =="]
     for key, default, text in settings(conf / "config.yaml"):
-        lines.append(f"  {key + ' (' + default + ')':<34}" + _wrap(text, 36))
+        label = f"  {key} ({default})"
+        if len(label) >= 36:  # a long default (an interpolation) on its own line, the explanation below it
+            lines += [label, " " * 36 + _wrap(text, 36)]
+        else:
+            lines.append(f"{label:<36}" + _wrap(text, 36))
     lines += [f"  {'method.drafter.KEY=VALUE':<34}" + _wrap("a method's hyperparameter (its Config dataclass: "
                                                              "names, defaults and checks)", 36),
               f"  {'logging.wandb.mode, .project':<34}" + _wrap("W&B: offline (default), online, disabled; "
                                                                       "WANDB_MODE sets the mode", 36),
               f"  {'hydra.searchpath=[file:///DIR]':<34}" + _wrap("more configs (e.g. DIR/method/mine.yaml and "
                                                                    "its drafter's .py beside it)", 36),
-              "", "Environment: GOOSE_CACHE (converted models, datastores, cost curves; default ~/.cache/goose), "
-              "GOOSE_DATA_DIR (offline benchmark copies), HF_HUB_OFFLINE=1 (no hub access)."]
+              "", _fill("Environment: GOOSE_CACHE (converted models, datastores, cost curves; default "
+                        "~/.cache/goose), GOOSE_DATA_DIR (offline benchmark copies), HF_HUB_OFFLINE=1 (no hub "
+                        "access).")]
     return "\n".join(lines).replace("$", "$$")  # Hydra's template is a string.Template
 
 

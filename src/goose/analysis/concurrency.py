@@ -50,8 +50,9 @@ def plot_concurrency(df: pd.DataFrame):
     t = concurrency_table(df)
     t = t[t.benchmark == "all"]
     if t.concurrency.nunique() < 2:
-        raise SystemExit("concurrency_figure: rows at one concurrency only; sweep concurrency=1,4,16 "
-                         "(make reproduce-concurrency)")
+        raise SystemExit(f"concurrency_figure: needs rows at two or more concurrencies, the rows have "
+                         f"{', '.join(map(str, sorted(t.concurrency.unique())))}; sweep concurrency=1,4,16 "
+                         "(`make reproduce-concurrency`)")
     fig, ax = plt.subplots(figsize=(8, 5))
     for key, g in t.groupby(["model", "method", "budget", "memory"], sort=False):
         g = g.sort_values("concurrency")

@@ -62,11 +62,15 @@ def plot_figure4(df: pd.DataFrame):
 
 
 def plot_budget_sweep(df: pd.DataFrame):
-    """tau and speedup vs budget B for GOOSE and the balanced trees; TR, whose template no budget
-    changes, as one level across the range."""
-    sub = df[df.method.isin(BUDGET_SWEEP) & (df.budget != "auto")].copy()
-    fixed = sub[sub.budget == FIXED]
-    sub = sub.drop(fixed.index)
+    """tau and speedup vs budget B for GOOSE and the balanced trees; a method no budget changes (TR's template),
+    and a method at budget=auto, as one level across the range."""
+    sub = df[df.method.isin(BUDGET_SWEEP)].copy()
+    levels = sub[sub.budget.isin([FIXED, "auto"])]
+    sub = sub.drop(levels.index)
+    if sub.empty:
+        found = ", ".join(sorted(set(df.budget))) or "none"
+        raise SystemExit(f"budget_sweep: needs {', '.join(BUDGET_SWEEP)} at numeric budgets (budget=16,32,60); the "
+                         f"rows have budget {found}; run `make reproduce-budget-sweep`")
     sub["B"] = sub.budget.astype(int)
     t = by(sub, ["method", "B"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -74,12 +78,12 @@ def plot_budget_sweep(df: pd.DataFrame):
         g = g.sort_values("B")
         for ax, col in zip(axes, ("tau", "speedup")):
             ax.plot(g.B, g[col], marker="o", label=m)
-    span = (t.B.min(), t.B.max()) if len(t) else (1, 81)
-    for m, g in fixed.groupby("method"):
+    span = (t.B.min(), t.B.max())
+    for (m, budget), g in levels.groupby(["method", "budget"]):
         level = pooled(g)
+        label = f"{m} (no budget changes it)" if budget == FIXED else f"{m} (budget=auto)"
         for ax, col in zip(axes, ("tau", "speedup")):
-            ax.hlines(level[col], *span, linestyles="--", colors="gray",
-                      label=f"{m} (no budget changes it)")
+            ax.hlines(level[col], *span, linestyles="--" if budget == FIXED else ":", colors="gray", label=label)
     axes[0].set_ylabel("tau (tokens per forward)")
     axes[1].set_ylabel("speedup over AR (x)")
     axes[1].axhline(1.0, color="black", lw=0.8)
@@ -95,7 +99,8 @@ def plot_spine_continuation(df: pd.DataFrame):
     """The synergy's mechanism: tokens GOOSE accepted after the walk left the spine for a branch."""
     t = by(df[df.method == GOOSE], ["model", "benchmark"])
     if t.empty or "continuation_share" not in t:
-        raise SystemExit(f"spine_continuation: no {GOOSE} rows counting spine continuations; run its experiment")
+        raise SystemExit(f"spine_continuation: no {GOOSE} rows counting spine continuations; run "
+                         "`make reproduce-figure1`")
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(t) + 2), 4.5))
     ax.bar(range(len(t)), t.continuation_share * 100, color="#9467bd")
     ax.set_xticks(range(len(t)), _cells(t), fontsize=8)

@@ -33,9 +33,9 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     """Each column as its declared kind; a declared column no row has is there too (blank), so rows of
     older versions compare alike (a missing ar_backend reads as the blank backend beside it)."""
     out = {}
-    for c in [*df.columns, *(c.name for c in COLUMNS if c.name not in df)]:
-        if c not in df:
-            df[c] = ""
+    missing = [c.name for c in COLUMNS if c.name not in df]
+    df = pd.concat([df, pd.DataFrame("", index=df.index, columns=missing)], axis=1)  # at once: never fragmented
+    for c in df.columns:
         col = df[c].fillna("").astype(str)
         kind = kind_of(c)
         if kind is None and not c.startswith(tuple(f"{s}." for s in SECTIONS)) and not c.startswith("_"):
@@ -172,14 +172,39 @@ def paper_settings(df: pd.DataFrame) -> pd.DataFrame:
     return df[df.memory.isin(["", "none"]) | df.memory_default.isin(["", "none"]) | df.memory.eq(df.memory_default)]
 
 
-def one_configuration_per_cell(df: pd.DataFrame, artifact: str) -> None:
-    """An artifact that compares methods by name needs one configuration of each per cell: say which cell
-    has several, rather than pool two configurations' rows."""
+def one_configuration_each(df: pd.DataFrame, artifact: str, timed: bool = False) -> pd.DataFrame:
+    """An artifact that compares methods by name reads one configuration of each per cell, never two pooled: where
+    a cell has several (a `variant`), the rows of one, and one line per choice saying which and which not (with the
+    cells it was made in). The one read: (`timed`: with measured speedups first) the method's default settings,
+    then the most prompts, then the latest."""
+    from goose.analysis.selection import DEFAULT, differences
+
     clash = df[df.variant.ne("")]
     if clash.empty:
-        return
-    first = clash.iloc[0]
-    names = sorted(set(clash[(clash.method == first.method) & (clash.benchmark == first.benchmark)].variant))
-    raise SystemExit(f"{artifact}: {first.method} has {len(names)} configurations on {first.benchmark} at "
-                     f"budget={first.budget}, memory={first.memory} ({'; '.join(names)}); point --results at a "
-                     "folder holding one of them (all_methods lists every configuration)")
+        return df
+    dropped, said = [], {}
+    for key, g in clash.groupby(CELL, dropna=False, sort=True):
+        first = g.drop_duplicates("config_hash")
+        if len(first) < 2:
+            continue
+        rows = {h: g[g.config_hash == h] for h in first.config_hash}
+        rank = pd.DataFrame({
+            "config_hash": first.config_hash.values,
+            "timed": [bool(timed and r.speedup.notna().any()) for r in rows.values()],
+            "default": [differences(r) in (DEFAULT, None) for _, r in first.iterrows()],
+            "prompts": [r.prompt_id.nunique() for r in rows.values()],
+            "latest": [str(r.timed_at.max()) for r in rows.values()],
+            "variant": first.variant.values,
+        }).sort_values(["timed", "default", "prompts", "latest", "config_hash"],
+                       ascending=[False, False, False, False, True])
+        dropped += list(rank.config_hash.iloc[1:])
+        cell = dict(zip(CELL, key))
+        why = "timed" if rank.timed.iloc[0] else "default settings" if not rank.default.iloc[1:].all() and \
+            rank.default.iloc[0] else "most prompts" if rank.prompts.iloc[0] > rank.prompts.iloc[1:].max() else "latest"
+        choice = (cell["method"], cell["budget"], rank.variant.iloc[0], why, "; ".join(rank.variant.iloc[1:]))
+        said.setdefault(choice, []).append(f"{cell['model']} / {cell['benchmark']}")
+    for (method, budget, best, why, rest), cells in said.items():
+        where = cells[0] if len(cells) == 1 else f"{len(cells)} cells ({cells[0]}, ...)"
+        print(f"[analysis] {artifact}: {method} B={budget} ran several configurations in {where}: read {best} "
+              f"({why}), not {rest} (all_methods shows each)")
+    return df[~df.config_hash.isin(dropped)]

@@ -32,6 +32,7 @@ SPEC_BENCH_VICUNA7B = {
 
 # --- what the paper's artifacts compare (the analysis code itself names no method) ---------------------------
 GOOSE = "goose"
+PAPER_BUDGET = "60"  # the paper's B: what an artifact that reads one budget reads where the rows have several
 TABLE1 = (GOOSE, ("iso3", "iso5"))  # GOOSE against the balanced trees at equal budget
 ABLATIONS = {  # Table 2: each switch and what it turns off
     "goose-no-spine-branches": "no spine branches (rho = 0)",

@@ -1,6 +1,7 @@
 """Regenerate paper artifacts from result CSVs into one folder.
 
     python -m goose.analysis.reproduce table2 [figure1 ...] --results results --out results/artifacts [--wandb offline]
+        [--budget B] [--concurrency N]  (default: the one the rows have; the title says which was read)
     python -m goose.analysis.reproduce equality --a RUN_FOLDER --b RUN_FOLDER
         (exit 0 equal, 1 not, 2 could not compare)
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from goose.analysis.artifacts import ARTIFACTS, load_rows, make
+from goose.analysis.artifacts import ARTIFACTS, load_rows, make, short_reason
 from goose.running.tracking import Tracker
 
 
@@ -26,6 +27,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--b", help="equality: the second run folder")
     ap.add_argument("--results", default="results")
     ap.add_argument("--out", default="results/artifacts")
+    ap.add_argument("--budget", default=None, help="the budget an artifact that reads one budget reads (default: the "
+                    "one the rows have; of several, the paper's 60)")
+    ap.add_argument("--concurrency", type=int, default=None, help="the concurrency an artifact that reads one "
+                    "reads (default: 1, or the only one the rows have)")
     ap.add_argument("--wandb", choices=["offline", "online", "disabled"], default=os.environ.get("WANDB_MODE",
                     "disabled"), help="also log every table and figure written to one W&B run of the analysis "
                     "(offline needs no network: `wandb sync <out>/wandb/offline-run-*` uploads it later)")
@@ -65,14 +70,16 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tracker = Tracker(args.wandb, args.wandb_project, name=f"analysis-{'-'.join(names)}", group="analysis",
                       config={"results": str(Path(args.results).resolve()), "artifacts": list(names)}, run_dir=out)
-    refused = []
+    written, refused = [], {}
     for name in names:
+        taken: list[str] = []
         try:
-            made = make(name, df, out)
+            made = make(name, df, out, budget=args.budget, concurrency=args.concurrency, taken=taken)
         except SystemExit as e:  # one artifact's refusal: the others are still written, the exit says it
             print(f"error: {e.code}", file=sys.stderr)
-            refused.append(name)
+            refused[name] = short_reason(str(e.code))
             continue
+        written.append(name + (f" ({', '.join(taken)})" if taken else ""))
         for path in made:
             print(f"wrote {path}")
             if path.suffix == ".csv":
@@ -92,9 +99,17 @@ def main(argv: list[str] | None = None) -> None:
     tracker.finish({}, [])
     if args.wandb != "disabled":
         print(f"logged to W&B ({args.wandb}) under {out / 'wandb'}")
+    print(closing(written, refused, out), file=sys.stderr if refused else sys.stdout)
     if refused:
-        print(f"error: not written: {', '.join(refused)} (the reasons above); the others were", file=sys.stderr)
         sys.exit(2)
+
+
+def closing(written: list[str], refused: dict[str, str], out: Path) -> str:
+    """The last line: exactly what was written (into which folder) and what was not, each with its reason."""
+    done = f"written to {out}: {', '.join(written)}" if written else "nothing written"
+    if not refused:
+        return done
+    return f"{done}; not written: " + "; ".join(f"{k} ({why})" for k, why in refused.items())
 
 
 def _refuse(why: str) -> None:

@@ -39,9 +39,9 @@ def spec_bench_rows(df: pd.DataFrame) -> pd.DataFrame:
     pass (`trial`)."""
     sub = df[df.benchmark_name.eq("spec_bench")].copy()
     if sub.empty:
-        raise SystemExit("spec_bench: no rows of benchmark=spec_bench; run `make reproduce-spec-bench` first")
+        raise SystemExit("no rows of benchmark=spec_bench; run `make reproduce-spec-bench`")
     if sub.category.eq("").any():
-        raise SystemExit("spec_bench: rows without a category (written before rows carried one); rerun those "
+        raise SystemExit("rows without a category (written before rows carried one); rerun those "
                          "configurations in a new results_dir")
     return sub
 

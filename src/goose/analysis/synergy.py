@@ -97,8 +97,10 @@ def _per_benchmark(df: pd.DataFrame, group: list[str], methods: tuple[str, ...],
         if len(fine) > 1:
             together = {m: pd.concat([f[m] for f in fine]) for m in methods}
             rows.append({**where, "benchmark": "all compared", **row(together)})
-    if not rows:
-        raise SystemExit(f"no GOOSE runs beside {', '.join(methods[1:])}: run `make reproduce-synergy` first")
+    if not any("not compared" not in r for r in rows):
+        why = f" ({rows[0]['not compared']})" if rows else ""
+        raise SystemExit(f"needs GOOSE runs beside {', '.join(methods[1:])} on the same prompts{why}; run "
+                         "`make reproduce-synergy`")
     t = pd.DataFrame(rows)
     t["prompts"] = t.get("prompts", pd.Series(index=t.index, dtype=float)).astype("Int64")
     return t[[c for c in t if c != "not compared"] + (["not compared"] if "not compared" in t else [])]
@@ -125,12 +127,21 @@ def synergy_published(df: pd.DataFrame) -> pd.DataFrame:
     with its hot start): not an equal-budget comparison, the one users make. Each method in its paper
     memory mode; nodes per verification say what each really used."""
     goose = df[df.method == GOOSE]
-    rows = []
+    if goose.empty or not df.method.isin(PUBLISHED).any():
+        raise SystemExit(f"synergy_published: needs {GOOSE} beside {' or '.join(PUBLISHED)} on one model; "
+                         "run `make reproduce-synergy`")
+    rows, why = [], ""
     for (model, budget), g in goose.groupby(["model", "budget"]):
         peers = df[(df.model == model) & df.method.isin(PUBLISHED)]
-        part = _per_benchmark(pd.concat([g, peers]), ["model"], (GOOSE, *PUBLISHED),
-                              lambda found: _gain(found, PUBLISHED, alert=False))
+        try:
+            part = _per_benchmark(pd.concat([g, peers]), ["model"], (GOOSE, *PUBLISHED),
+                                  lambda found: _gain(found, PUBLISHED, alert=False))
+        except SystemExit as e:  # nothing compared for this model and budget: the others still are
+            why = str(e.code)
+            continue
         rows.append(part.assign(budget=budget))
+    if not rows:
+        raise SystemExit(f"synergy_published: {why}")
     t = pd.concat(rows, ignore_index=True)
     t = t[["model", "budget", *[c for c in t if c not in ("model", "budget")]]]
     return t.rename(columns={"best single source": "best published", "gain %": "gain vs best published %"}).round(3)
@@ -167,18 +178,30 @@ def source_gap(df: pd.DataFrame) -> pd.DataFrame:
             if len(row) > 2:
                 rows.append({**row, "paper ratio": f"{SOURCE_GAP_RATIO[0]}-{SOURCE_GAP_RATIO[1]}x"})
     if not rows:
-        raise SystemExit("source_gap: no pair of sources ran on the same prompts; run `make reproduce-synergy` first")
+        raise SystemExit("source_gap: needs a pair of sources on the same prompts (pld and tr, spine-only and "
+                         "branches-only, or goose counting spine and branch nodes); run `make reproduce-synergy`")
     return pd.DataFrame(rows).round(4)
+
+
+def _or_none(table, df: pd.DataFrame) -> pd.DataFrame | None:
+    try:
+        return table(df)
+    except SystemExit:
+        return None
 
 
 def plot_synergy(df: pd.DataFrame):
     """GOOSE's gain over the better single source at equal budget, per benchmark (one bar per model,
     budget and memory mode), beside its gain over PLD / TR as published, the paper's band shaded.
     Bars below zero break non-degradation (P4)."""
-    eq = synergy(df)
-    eq = eq[eq["gain %"].notna()] if "gain %" in eq else eq.iloc[:0]
-    pub = synergy_published(paper_settings(df))
-    pub = pub[pub["gain vs best published %"].notna()] if "gain vs best published %" in pub else pub.iloc[:0]
+    eq, pub = _or_none(synergy, df), _or_none(synergy_published, paper_settings(df))
+    if eq is None and pub is None:
+        raise SystemExit("synergy_figure: needs GOOSE beside spine-only and branches-only, or beside PLD or TR, on "
+                         "the same prompts; run `make reproduce-synergy`")
+    eq = eq[eq["gain %"].notna()] if eq is not None and "gain %" in eq else pd.DataFrame(
+        columns=["model", "budget", "memory", "benchmark", "gain %"])
+    pub = pub[pub["gain vs best published %"].notna()] if pub is not None and "gain vs best published %" in pub \
+        else pd.DataFrame(columns=["model", "budget", "benchmark", "gain vs best published %"])
     benches = list(dict.fromkeys([*eq.benchmark, *pub.benchmark]))
     series = [(f"equal budget: {m}, B={b}, memory={mem}", g.set_index("benchmark")["gain %"], None)
               for (m, b, mem), g in eq.groupby(["model", "budget", "memory"])]

@@ -15,17 +15,27 @@ from goose.analysis.paper import (
     TABLE1_TAU,
 )
 from goose.analysis.pooling import CONFIG, by, lossless_cell, method_rank
+from goose.storage.metrics import FIXED
+
+
+def _at(df: pd.DataFrame) -> str:
+    budgets = sorted(set(df.budget.astype(str)) - {FIXED})
+    return f" at budget {', '.join(budgets)}" if budgets else ""
 
 
 def table1(df: pd.DataFrame) -> pd.DataFrame:
     """GOOSE vs balanced Iso(3)/Iso(5) at equal budget: tau and GOOSE's gain."""
     goose, isos = TABLE1
+    missing = [m for m in (goose, *isos) if m not in set(df.method)]
+    if missing:
+        raise SystemExit(f"table1: no rows of {', '.join(missing)}{_at(df)} (it compares {goose} with "
+                         f"{' and '.join(isos)} at one budget); run `make reproduce-table1`")
     t = by(df[df.method.isin([goose, *isos])], ["model", "benchmark", "budget", "method"])
     wide = t.pivot_table(index=["model", "benchmark", "budget"], columns="method", values="tau").reset_index()
     n = t.groupby(["model", "benchmark", "budget"]).prompts.min().rename("n").reset_index()
     missing = [m for m in (goose, *isos) if m not in wide]
     if missing:
-        raise SystemExit(f"table1: no rows of {', '.join(missing)} at this budget; run `make reproduce-table1`")
+        raise SystemExit(f"table1: no cell has {goose}, {' and '.join(isos)} together; run `make reproduce-table1`")
     for k in isos:
         wide[f"gain_vs_{k}_%"] = (wide[goose] / wide[k] - 1) * 100
     wide["gain_vs_best_iso_%"] = (wide[goose] / wide[list(isos)].max(axis=1) - 1) * 100
@@ -48,8 +58,10 @@ def table1(df: pd.DataFrame) -> pd.DataFrame:
 def table2(df: pd.DataFrame) -> pd.DataFrame:
     """Ablations: tau of each switch and its change vs full GOOSE, per benchmark and pooled."""
     sub = df[df.method.isin([GOOSE, *ABLATIONS])]
-    if GOOSE not in set(sub.method):
-        raise SystemExit("table2: no rows of full GOOSE at this budget; run `make reproduce-table2`")
+    if GOOSE not in set(sub.method) or set(sub.method) == {GOOSE}:
+        missing = "full GOOSE" if GOOSE not in set(sub.method) else "an ablation"
+        raise SystemExit(f"table2: no rows of {missing}{_at(df)} (it compares GOOSE with its ablations, goose-no-*, "
+                         "at one budget); run `make reproduce-table2`")
     parts = [by(sub, ["model", "benchmark", "method"]),
              by(all_scope(sub, "table2"), ["model", "method"]).assign(benchmark="all")]
     t = pd.concat(parts, ignore_index=True)
@@ -80,6 +92,8 @@ def table2(df: pd.DataFrame) -> pd.DataFrame:
 def all_methods(df: pd.DataFrame) -> pd.DataFrame:
     """tau and speedup of every configuration (method, its variant where a cell has several, budget, memory
     mode), per benchmark and pooled ("all"), with how many prompts were lossless."""
+    if df.empty:
+        raise SystemExit("no rows of these methods")
     t = pd.concat([by(df, [*CONFIG, "benchmark"]), by(all_scope(df, "all_methods"), CONFIG).assign(benchmark="all")])
     wide = t.pivot(index=CONFIG, columns="benchmark", values=["tau", "speedup", "prompts"])
     benches = [b for b in wide.columns.get_level_values(1).unique() if b != "all"] + ["all"]
@@ -99,6 +113,8 @@ def all_methods(df: pd.DataFrame) -> pd.DataFrame:
 def suffix(df: pd.DataFrame) -> pd.DataFrame:
     """SuffixDecoding (chain and tree) vs GOOSE, GOOSE with a suffix-tree spine, Token Recycling and
     PLD: every budget and memory mode kept apart."""
+    if not df.method.isin(SUFFIX_METHODS).any():
+        raise SystemExit(f"suffix: needs rows of {', '.join(SUFFIX_METHODS)}; run `make reproduce-suffix`")
     return all_methods(df[df.method.isin(SUFFIX_METHODS)])
 
 

@@ -148,7 +148,10 @@ def load_benchmark(spec, data_root: str | None = None) -> list[Prompt]:
     by them. Every turn must be text, none empty: refused here, before anything runs, not when it is reached."""
     check_turns(spec.turns)
     data = DataDirs.of(data_root)
-    prompts = loader_of(spec)(spec, data)
+    try:
+        prompts = loader_of(spec)(spec, data)
+    except ValueError as e:  # a loader refusing its settings (docs/adding.md); any other exception is a bug: traced
+        raise loader_refusal(spec, e) from None
     seen: set[str] = set()
     for p in prompts:
         if p.id in seen:
@@ -162,6 +165,21 @@ def load_benchmark(spec, data_root: str | None = None) -> list[Prompt]:
                 raise GooseError(f"benchmark '{spec.name}': the prompt of {turn} is {what}; every prompt needs text "
                                  "(fix or remove it in the benchmark's file).")
     return prompts
+
+
+def loader_refusal(spec, error: ValueError) -> GooseError:
+    """One line for a ValueError of a benchmark's loader: the benchmark, the setting its message names or its
+    failing check reads (`spec.path`, ...) and where to set it."""
+    import dataclasses
+
+    from goose.running.sections import fields_named, refusal_reason
+
+    settable = [f.name for f in dataclasses.fields(spec) if f.name not in ("name", "loader")]
+    named = fields_named(error, settable, lambda v: v is spec)
+    settings = "".join(f" {f}={getattr(spec, f)!r}" for f in named)
+    where = " or ".join(f"benchmark.{f}=..." for f in named)
+    return GooseError(f"benchmark '{spec.name}': its loader refused{settings}: {refusal_reason(error)}"
+                      + (f"; set {where}." if named else "."))
 
 
 def load_prompts(name: str, data_root: str | None = None, path: str | None = None,

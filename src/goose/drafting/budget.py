@@ -11,9 +11,12 @@ ancestor-closed set, since v never grows down a path), and b is chosen to maximi
 from __future__ import annotations
 
 import bisect
+import glob
 import json
 import math
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +42,7 @@ COST_PROFILE_VERSION = 2
 # Contexts the curve is measured after: attention over a longer prefix makes every node dearer (by how much:
 # docs/results/speed.md, "Numbers behind constants"), so a long answer's pruner reads its own context's curve.
 CURVE_CONTEXTS = (256, 1024)
+CURVE_REPEATS = 5  # timed rounds per context, after one warm-up round
 
 
 @dataclass(frozen=True)
@@ -239,31 +243,119 @@ class AutoBudget:
 
 
 def profile_key(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> str:
-    """What a measured cost depends on, as a file name's stem: the model's content, the device (the CPU's model or
-    the GPU's name), dtype, threads, backend, torch version and the engine's cost revision."""
+    """What a measured cost depends on, as a file name's stem: the model's content (its fingerprint, never its
+    name: the same weights under another file name read the same curve), the device (the CPU's model and kernel
+    instruction set, or the GPU's name), dtype, threads, backend, torch version and the engine's cost revision."""
     where = re.sub(r"[^A-Za-z0-9.]+", "_", device_name(device)).strip("_")
-    return (f"{model.label}-{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
+    return (f"{model.fingerprint}-{where}-{str(dtype).replace('torch.', '')}"
             f"-threads{torch.get_num_threads()}-{engine.backend}-torch{torch.__version__}-v{COST_PROFILE_VERSION}")
+
+
+def cached_profile(name: str) -> Path | None:
+    """The cached profile `name` (a cost curve's or surface's file under the cache's profiles/), or None. A file of
+    the older name, which began with the model's label (`<label>-<name>`, so a model under another file name was
+    measured again), is taken over under `name` (copied; the old file is left, never read again)."""
+    from goose.paths import cache_root
+
+    folder = cache_root() / "profiles"
+    path = folder / name
+    if path.is_file():
+        return path
+    for old in sorted(folder.glob(f"*-{glob.escape(name)}")) if folder.is_dir() else []:
+        try:
+            text = old.read_text()
+            json.loads(text)
+        except (OSError, ValueError):
+            continue
+        write_profile(path, text)
+        return path
+    return None
+
+
+def write_profile(path: Path, text: str) -> None:
+    """A profile written whole or not at all (a run beside this one may read it meanwhile)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
+# For announcing a measurement's wait before it starts, never for a decision. Seconds of one verification of T nodes
+# after C tokens of context: (VERIFY_BASE_S + VERIFY_NODE_S * T) * (1 + VERIFY_CONTEXT_SHARE * (C - 256) / 768),
+# fitted to SmolLM2-135M's curve cached on this repository's 2-core machine (fp32, prepacked, 2 threads, 2026-12-03;
+# docs/budget-auto.md: 1, 32, 64 nodes 39.9, 73.6, 108 ms after 256 tokens, 44.1, 89.9, 130 ms after 1024), scaled by
+# the weights one token's forward reads (`token_weights`; SmolLM2's: VERIFY_WEIGHTS) and by 2 / threads. So
+# SmolLM2's first curve is announced at about 14 s: three times that where a busy machine makes it measure again
+# (#61 saw 2.3 minutes on a shared machine). A GPU's time is not estimated (the progress bar shows it).
+VERIFY_BASE_S, VERIFY_NODE_S, VERIFY_CONTEXT_SHARE = 0.039, 0.00108, 0.18
+VERIFY_WEIGHTS, VERIFY_THREADS = 147_750_912, 2
+
+
+def token_weights(config) -> int | None:
+    """The weights one token's forward reads: per layer attention (4 h^2) and the MLP (3 h i), and the output
+    layer (h V); None where the config does not say."""
+    try:
+        c = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+        h, layers, inner, vocab = c.hidden_size, c.num_hidden_layers, c.intermediate_size, c.vocab_size
+        return int(layers * (4 * h * h + 3 * h * inner) + h * vocab)
+    except (AttributeError, TypeError):
+        return None
+
+
+def verify_seconds(engine, nodes: int, context: int = CURVE_CONTEXTS[0]) -> float | None:
+    """About how long one verification of `nodes` nodes after `context` tokens takes on this CPU (the constants
+    above), or None where it cannot be said (a GPU, a model whose config does not give its size)."""
+    device = getattr(engine, "device", None)
+    model = getattr(engine, "model", None)
+    weights = token_weights(getattr(model, "config", None)) if model is not None else None
+    if weights is None or device is None or torch.device(device).type != "cpu":
+        return None
+    scale = weights / VERIFY_WEIGHTS * VERIFY_THREADS / max(torch.get_num_threads(), 1)
+    return (VERIFY_BASE_S + VERIFY_NODE_S * nodes) * (1 + VERIFY_CONTEXT_SHARE * (context - 256) / 768) * scale
+
+
+def about(seconds: float | None) -> str:
+    """`about 14 s (...)`, `about 2.5 min (...)`: an estimate and what it rests on, or that there is none."""
+    if seconds is None:
+        return "its time not estimated here (the bar below shows it)"
+    said = f"{max(seconds, 1):.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+    return (f"about {said} (estimated from the model's size and {torch.get_num_threads()} thread(s); up to 3x that if "
+            "a busy machine makes it measure again)")
+
+
+def progress_bar(steps: int, what: str):
+    """A progress bar over a measurement's timed forwards, on stderr."""
+    from tqdm import tqdm
+
+    return tqdm(total=steps, desc=what, unit="forward", file=sys.stderr, leave=False, mininterval=1.0)
 
 
 def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype: torch.dtype) -> CostCurve:
     """The verification cost curve of this model on this machine, after each of CURVE_CONTEXTS tokens, measured
     once and cached, keyed by the model's content, device, dtype, threads, backend, torch version, the engine's
-    cost revision and the contexts."""
+    cost revision and the contexts (`profile_key`). Before measuring it says what it measures and about how long
+    that takes, and shows a progress bar over the timed forwards."""
     from goose.paths import cache_root
 
     room = getattr(engine, "max_positions", None)  # a model of short context: the widths and contexts that fit
     widths = [w for w in DEFAULT_WIDTHS if room is None or 2 * w <= room] or [1]
     contexts = [c for c in CURVE_CONTEXTS if room is None or c + widths[-1] <= room] or [room - widths[-1]]
-    key = f"{profile_key(engine, model, device, dtype)}-ctx{'-'.join(map(str, contexts))}.json"
-    path = cache_root() / "profiles" / key
-    if path.is_file():
-        return CostCurve.load(path)
-    print(f"[goose] measuring the verification cost curve once ({path})", flush=True)
-    rows = [measure_quietly(engine, widths, context_len=c) for c in contexts]
+    name = f"{profile_key(engine, model, device, dtype)}-ctx{'-'.join(map(str, contexts))}.json"
+    cached = cached_profile(name)
+    if cached is not None:
+        return CostCurve.load(cached)
+    path = cache_root() / "profiles" / name
+    rounds = CURVE_REPEATS + 1
+    steps = len(contexts) * rounds * len(widths)
+    each = [verify_seconds(engine, n, c) for c in contexts for n in (c, *[w for w in widths for _ in range(rounds)])]
+    estimate = None if None in each else sum(each)
+    print(f"[goose] budget=auto measures this model's verification cost on this machine once (cached for every later "
+          f"run): {steps} timed forwards ({len(widths)} node counts x {rounds} rounds x {len(contexts)} context(s)), "
+          f"{about(estimate)}; {path}", flush=True)
+    with progress_bar(steps, "cost curve") as bar:
+        rows = [measure_quietly(engine, widths, repeats=CURVE_REPEATS, context_len=c, bar=bar) for c in contexts]
     curve = CostCurve(widths, rows[0], contexts, rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(curve.to_json())
+    write_profile(path, curve.to_json())
     return curve
 
 
@@ -281,21 +373,30 @@ def round_spread(rounds: list[list[float]]) -> float:
     return max(factors) / min(factors)
 
 
-def measure_quietly(engine: Engine, widths: list[int], attempts: int = 3, repeats: int = 5,
-                    context_len: int = CURVE_CONTEXTS[0]) -> list[float]:
+def measure_quietly(engine: Engine, widths: list[int], attempts: int = 3, repeats: int = CURVE_REPEATS,
+                    context_len: int = CURVE_CONTEXTS[0], bar=None) -> list[float]:
     """The cost curve, measured again while its rounds disagree (another process took the cores for part
     of it); after `attempts`, the calmest one is kept. The curve is cached for every later budget=auto
-    run, so a busy spell must not be kept when it can be avoided."""
+    run, so a busy spell must not be kept when it can be avoided. `bar`: a progress bar (`progress_bar`) that
+    counts every timed forward, its total grown by a measurement taken again."""
     import statistics
 
     tried = []
     for attempt in range(1, attempts + 1):
-        rounds = engine.measure_rounds(widths, context_len=context_len, repeats=repeats)
+        counted = {"progress": bar.update} if bar is not None else {}
+        rounds = engine.measure_rounds(widths, context_len=context_len, repeats=repeats, **counted)
         tried.append((round_spread(rounds), rounds))
         if tried[-1][0] <= BUSY_SPREAD:
             break
         again = "measuring again" if attempt < attempts else "keeping the calmest; delete the file to measure afresh"
-        print(f"[goose] the machine was busy while measuring: rounds {tried[-1][0]:.2f}x apart; {again}",
-              flush=True)
+        said = f"[goose] the machine was busy while measuring: rounds {tried[-1][0]:.2f}x apart; {again}"
+        if bar is None:
+            print(said, flush=True)
+        else:
+            bar.write(said, file=sys.stdout)
+            sys.stdout.flush()
+            if attempt < attempts:
+                bar.total += (repeats + 1) * len(widths)
+                bar.refresh()
     rounds = min(tried, key=lambda x: x[0])[1]
     return [statistics.median(t) for t in rounds]

@@ -10,11 +10,22 @@ from __future__ import annotations
 import heapq
 import json
 import statistics
+import sys
 from pathlib import Path
 
 import torch
 
-from goose.drafting.budget import BUSY_SPREAD, interpolate, profile_key, round_spread
+from goose.drafting.budget import (
+    BUSY_SPREAD,
+    about,
+    cached_profile,
+    interpolate,
+    profile_key,
+    progress_bar,
+    round_spread,
+    verify_seconds,
+    write_profile,
+)
 
 
 class CostSurface:
@@ -167,14 +178,16 @@ def surface_rows(concurrency: int) -> list[int]:
 
 
 @torch.inference_mode()
-def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int = 256, repeats: int = 3):
+def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int = 256, repeats: int = 3,
+                   progress=None):
     """Per (rows, width) pair, one (seconds, seconds of the one-node forward timed right before it) per round;
     every pair takes its turn in every round (after a warm-up round). `engine` is a goose.engine.batched.BatchEngine
     with room for max(rows) requests; it is left empty.
 
     Why pairs: a machine's speed drifts within a minute while the ratio of a width to the one-node forward next to
     it holds, and budget=auto compares widths for the same rows, so the ratio is what must be right (measured:
-    docs/results/concurrency.md, "The issue's command after a paired cost surface")."""
+    docs/results/concurrency.md, "The issue's command after a paired cost surface"). `progress()`, when given, is
+    called after every timed forward (a progress bar's step)."""
     import time
 
     from goose.engine.backends import synchronize
@@ -196,7 +209,10 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
         t0 = time.perf_counter()
         engine.verify(drafts[w][:n])
         synchronize(engine.device)
-        return time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        if progress is not None:
+            progress()
+        return took
 
     for _ in range(repeats + 1):
         for n in rows:
@@ -265,25 +281,35 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
     from goose.paths import cache_root
 
     rows = surface_rows(concurrency)
-    key = f"{profile_key(engine, model, device, dtype)}-surface{SURFACE_VERSION}-rows{'-'.join(map(str, rows))}.json"
-    path = cache_root() / "profiles" / key
-    if path.is_file():
-        return CostSurface.load(path)
+    name = f"{profile_key(engine, model, device, dtype)}-surface{SURFACE_VERSION}-rows{'-'.join(map(str, rows))}.json"
+    cached = cached_profile(name)
+    if cached is not None:
+        return CostSurface.load(cached)
+    path = cache_root() / "profiles" / name
     widths = list(SURFACE_WIDTHS)
-    print(f"[goose] measuring the verification cost surface once: {rows} requests x {widths} nodes ({path})",
-          flush=True)
+    forwards = [nodes for n in rows for w in widths for nodes in ([n] if w == 1 else [n, n * w])]  # one round's
+    each = [verify_seconds(engine, nodes) for nodes in forwards]  # a batch of n rows of w nodes as n * w nodes
+    per_round = len(forwards)
+    estimate = None if None in each else sum(each) * (repeats + 1)
+    print(f"[goose] budget=auto in a batch measures this model's batched verification cost on this machine once "
+          f"(cached for every later run): {per_round * (repeats + 1)} timed forwards ({rows} requests x {widths} nodes "
+          f"x {repeats + 1} rounds), {about(estimate)}; {path}", flush=True)
     tried = []
-    for attempt in range(1, attempts + 1):
-        rounds = measure_rounds(engine, rows, widths, repeats=repeats)
-        spread = round_spread([[t / o for t, o in r] for r in rounds.values()])
-        tried.append((spread, rounds))
-        if spread <= BUSY_SPREAD:
-            break
-        print(f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart"
-              + ("; measuring again" if attempt < attempts else "; keeping the calmest"), flush=True)
+    with progress_bar(per_round * (repeats + 1), "cost surface") as bar:
+        for attempt in range(1, attempts + 1):
+            rounds = measure_rounds(engine, rows, widths, repeats=repeats, progress=bar.update)
+            spread = round_spread([[t / o for t, o in r] for r in rounds.values()])
+            tried.append((spread, rounds))
+            if spread <= BUSY_SPREAD:
+                break
+            bar.write(f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart"
+                      + ("; measuring again" if attempt < attempts else "; keeping the calmest"), file=sys.stdout)
+            sys.stdout.flush()
+            if attempt < attempts:
+                bar.total += per_round * (repeats + 1)
+                bar.refresh()
     rounds = min(tried, key=lambda x: x[0])[1]
     surface = surface_from_rounds(rounds, rows, widths)
     surface.harvest_s = measure_harvest(engine) * surface(1, 1) / 256
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(surface.to_json())
+    write_profile(path, surface.to_json())
     return surface

@@ -123,11 +123,13 @@ class Engine:
         return [statistics.median(t) for t in self.measure_rounds(widths, context_len, repeats)]
 
     @torch.inference_mode()
-    def measure_rounds(self, widths: list[int], context_len: int = 256, repeats: int = 3) -> list[list[float]]:
+    def measure_rounds(self, widths: list[int], context_len: int = 256, repeats: int = 3,
+                       progress=None) -> list[list[float]]:
         """Seconds of one verification of T nodes after a `context_len` prefix: per T, one time per round.
 
         The widths take turns (one round over all of them, `repeats` times, after a warm-up round), so
-        a slow spell of a shared machine lands on every width alike instead of bending the curve."""
+        a slow spell of a shared machine lands on every width alike instead of bending the curve. `progress()`,
+        when given, is called after every timed verification (a progress bar's step)."""
         vocab = self.model.config.get_text_config(decoder=True).vocab_size
         g = torch.Generator().manual_seed(0)  # token ids drawn on the host: the same ones on any device
         self.prefill(torch.randint(0, vocab, (context_len,), generator=g, device="cpu").tolist())
@@ -140,6 +142,8 @@ class Engine:
                 self.verify(draft)
                 synchronize(self.device)
                 times[i].append(time.perf_counter() - t0)
+                if progress is not None:
+                    progress()
                 if self.cache_len > context_len:
                     self.cache.crop(-(self.cache_len - context_len))
         self.cache = None

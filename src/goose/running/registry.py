@@ -25,7 +25,7 @@ from goose.drafting.contract import (
 )
 from goose.errors import GooseError, MissingLibrary
 from goose.paths import CONF, config_names
-from goose.running.sections import MethodSpec, check_keys
+from goose.running.sections import MethodSpec, check_keys, fields_named, refusal_reason
 from goose.storage.metrics import FIXED
 
 
@@ -104,7 +104,29 @@ def resolve_method(method, budget: Budget, memory: str | None = None) -> MethodS
         values = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls.Config), values))
     except OmegaConfBaseException as e:
         raise GooseError(f"method '{name}': {str(e).splitlines()[0]}") from None
-    return MethodSpec(name, cls, cls.Config(**values))
+    try:
+        config = cls.Config(**values)
+    except GooseError:
+        raise
+    except Exception as e:  # a user's Config refusing a value (docs/adding.md: ValueError naming the field)
+        raise config_refusal(name, cls.Config, values, e) from None
+    return MethodSpec(name, cls, config)
+
+
+def config_refusal(name: str, config: type, values: Mapping, error: Exception) -> GooseError:
+    """One line for an exception a method's Config raised on its values: the method, the field(s) its message
+    names or its failing check reads (goose.running.sections.fields_named) with their values, and where to set
+    them; without a field, every value it was given."""
+    named = fields_named(error, [f.name for f in dataclasses.fields(config)], lambda v: isinstance(v, config))
+    if not named:
+        given = ", ".join(f"{k}={v!r}" for k, v in values.items())
+        return GooseError(f"method '{name}': {config.__name__} refused its settings ({given}): "
+                          f"{refusal_reason(error)}.")
+    roles = {f: role for role in (BUDGET, MEMORY) for f in role_fields(config, role)}
+    where = " or ".join(f"{roles[f]}=..." if f in roles else f"method.drafter.{f}=..." for f in named)
+    settings = ", ".join(f"{f}={values.get(f)!r}" for f in named)
+    return GooseError(f"method '{name}': {config.__name__} refused {settings}: {refusal_reason(error)}; set "
+                      f"{where} (or in the method's YAML).")
 
 
 def make_drafter(method: MethodSpec, budget: Budget) -> Drafter:

@@ -3,9 +3,14 @@ any other key in the composed config is refused with one line (never ignored).""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
-from collections.abc import Mapping
+import inspect
+import re
+import textwrap
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,3 +128,46 @@ def wandb_section(given) -> WandbSpec:
     if spec.mode not in ("offline", "online", "disabled"):
         raise GooseError(f"logging.wandb.mode must be offline, online or disabled (got {spec.mode!r}).")
     return spec
+
+
+def fields_named(error: BaseException, fields: Sequence[str], holds: Callable[[object], bool]) -> list[str]:
+    """The fields a user's check refused: those its message names, else those the failing check reads. The
+    check is found in `error`'s traceback: the innermost frame with a local that `holds` (a Config's `self`, a
+    loader's `spec`), at the statement that raised and the conditions around it (`if self.length < 1: raise
+    ValueError(...)` names length; so does `check(self.length >= 1, ...)`). [] where neither says."""
+    message = str(error)
+    named = [f for f in fields if re.search(rf"(?<![\w.]){re.escape(f)}\b", message)]
+    if named:
+        return named
+    for frame, lineno in reversed(list(traceback.walk_tb(error.__traceback__))):
+        holders = {name for name, value in frame.f_locals.items() if holds(value)}
+        if not holders:
+            continue
+        try:
+            lines, start = inspect.getsourcelines(frame.f_code)
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        line = lineno - max(start, 1) + 1
+        read: list[ast.AST] = []
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)):
+                continue
+            if isinstance(node, (ast.If, ast.While)):
+                read.append(node.test)
+            elif isinstance(node, ast.Assert) or not any(isinstance(getattr(node, b, None), list)
+                                                          for b in ("body", "orelse", "handlers", "cases")):
+                read.append(node)
+        found = sorted((a.lineno, a.col_offset, a.attr) for part in read for a in ast.walk(part)
+                       if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id in holders
+                       and a.attr in fields)
+        named = list(dict.fromkeys(attr for _, _, attr in found))
+        if named:
+            return named
+    return []
+
+
+def refusal_reason(error: BaseException) -> str:
+    """A user's exception as one clause: its message's first line and its type (`must be >= 1 (ValueError)`)."""
+    message = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    return f"{message} ({type(error).__name__})" if message else type(error).__name__
