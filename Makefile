@@ -134,10 +134,10 @@ data:
 # REST's datastores: the offline one is built here when missing; the paper's needs network once.
 datastore-local:
 	@test -f $(GOOSE_CACHE)/datastores/smollm2-135m-stdlib/meta.json || \
-	  $(PYTHON) -m goose.methods.rest build --model smollm2-135m --max-tokens 3000000
+	  $(PYTHON) -m goose.baselines.rest build --model smollm2-135m --max-tokens 3000000
 datastore-paper:
 	@test -f $(GOOSE_CACHE)/datastores/vicuna-7b-hf_stingning_ultrachat/meta.json || \
-	  $(PYTHON) -m goose.methods.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
+	  $(PYTHON) -m goose.baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
 
 # Each reproduce target says first what it runs, where its rows and artifacts go and about how long it takes.
 PLAN = $(PYTHON) -m goose.experiments.sweep_plan --profile $(PROFILE) --results $(RESULTS) --out $(ARTIFACTS_OUT)
@@ -275,12 +275,12 @@ reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-fig
 
 # All methods vs Hugging Face on the same prompts, one run; prints the overhead breakdown.
 bench: datastore-local
-	$(PYTHON) -m goose.experiments.bench
+	$(PYTHON) -m goose.measurement.bench
 
 # On a machine with a CUDA device: every method exact / numerics / diverged against AR in float16 and bfloat16, x AR, tau, the
 # cost curve and a VERDICT line (exit 1 when anything diverged); gpu-check.json holds the same.
 gpu-check:  # one GPU, minutes: one table, gpu-check.json and a verdict (exit 1: a method diverged; 2: no CUDA here)
-	$(PYTHON) -m goose.experiments.gpu_check $(GPU_CHECK_ARGS)
+	$(PYTHON) -m goose.measurement.gpu_check $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf results outputs multirun .pytest_cache

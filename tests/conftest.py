@@ -86,7 +86,10 @@ def run_goose(capsys):
 
     from hydra import compose, initialize_config_dir
 
+    from goose.paths import register_experiments
     from goose.running.runner import run
+
+    register_experiments()
 
     def go(*overrides, sweep_id="test-sweep"):
         with initialize_config_dir(str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
@@ -100,9 +103,8 @@ def run_goose(capsys):
 @pytest.fixture(scope="session")
 def store(tmp_path_factory):
     """A small REST datastore built with the tiny model's byte tokenizer."""
+    from goose.baselines.rest import build
     from tiny import byte_tokenizer
-
-    from goose.methods.rest import build
 
     corpus = tmp_path_factory.mktemp("corpus")
     (corpus / "a.py").write_text("def add(a, b):\n    return a + b\n\n" * 5)

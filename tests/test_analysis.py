@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
 from goose.analysis.pooling import by
 from goose.analysis.tables import table1, table2
+
 from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +102,6 @@ def test_tables_written_in_three_formats(results, tmp_path, name):
 @pytest.mark.parametrize("name", ["figure1", "figure4", "budget_sweep", "spine_continuation"])
 def test_figures_have_axes_and_series(results, tmp_path, name):
     import matplotlib.pyplot as plt
-
     from goose.analysis.artifacts import FIGURE_ARTIFACTS as FIGURES
 
     df = load_rows(results)
@@ -124,17 +123,17 @@ def test_figures_have_axes_and_series(results, tmp_path, name):
 
 
 def _execute_notebook(results: str, user_dir: Path, out: Path, monkeypatch):
-    """notebooks/figures.ipynb as `jupyter execute` runs it: the kernel in notebooks/, the user's shell in
+    """analysis/figures.ipynb as `jupyter execute` runs it: the kernel in analysis/, the user's shell in
     `user_dir` (its $PWD), GOOSE_RESULTS as the user typed it."""
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "notebooks" / "figures.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "analysis" / "figures.ipynb", as_version=4)
     monkeypatch.setenv("PWD", str(user_dir))
     monkeypatch.setenv("GOOSE_RESULTS", results)
     monkeypatch.setenv("GOOSE_ARTIFACTS", str(out))
     NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+                   resources={"metadata": {"path": str(ROOT / "analysis")}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)
@@ -143,7 +142,7 @@ def _execute_notebook(results: str, user_dir: Path, out: Path, monkeypatch):
 
 @pytest.mark.integration
 def test_notebook_executes_headless_on_a_relative_folder(results, tmp_path, monkeypatch):
-    """A mixed folder (B=60 beside a B=16 sweep point) named relative to where the user is, not to notebooks/."""
+    """A mixed folder (B=60 beside a B=16 sweep point) named relative to where the user is, not to analysis/."""
     text = _execute_notebook(results.name, results.parent, tmp_path / "art", monkeypatch)
     assert (tmp_path / "art" / "figure1.png").exists() and (tmp_path / "art" / "table1.csv").exists()
     assert "figure1 (budget=60): wrote figure1.png" in text
@@ -163,7 +162,7 @@ def test_the_notebooks_results_folder_is_found_from_the_user_then_the_checkout(t
     from goose.analysis.notebook import NotebookError, artifacts_folder, repo_root, results_folder
 
     (tmp_path / "mine").mkdir()
-    monkeypatch.chdir(ROOT / "notebooks")  # where a kernel runs
+    monkeypatch.chdir(ROOT / "analysis")  # where a kernel runs
     monkeypatch.setenv("PWD", str(tmp_path))  # where the user started Jupyter
     assert repo_root() == ROOT
     assert results_folder("mine") == tmp_path / "mine"
@@ -253,6 +252,7 @@ def test_sampling_artifacts_recomputed_and_kept_apart_from_greedy(tmp_path):
     and the outputs check read from the AR references; greedy artifacts never see sampled rows."""
     from goose.analysis.tables import all_methods
     from goose.analysis.temperatures import sampling, sampling_outputs
+
     from goose.storage.result_files import ReferenceStore
 
     refs = ReferenceStore(tmp_path / "references")

@@ -65,6 +65,6 @@ def test_memory_beside_a_drafter_instance_that_differs_from_its_own_is_refused(m
     assert goose.generate(model, ids, method=kept, memory="run", max_new_tokens=8).tokens == \
         goose.generate(model, ids, method="ar", max_new_tokens=8).tokens
     # a drafter that keeps nothing records memory=none whatever is asked, as the method by name does
-    from goose.methods.pld import PromptLookupDrafter
+    from goose.baselines.pld import PromptLookupDrafter
 
     assert goose.generate(model, ids, method=PromptLookupDrafter(), memory="prompt", budget=5, max_new_tokens=8).tokens

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from goose.analysis.artifacts import ARTIFACTS, REGISTRY, make
 from goose.analysis.load import load_rows
+
 from goose.storage.result_files import ResultsFile
 
 TIMED = {"speedup_source": "interleaved", **{f"{p}{k}": v for p in ("", "ar_") for k, v in

@@ -355,7 +355,7 @@ def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys
 
     from tiny import byte_tokenizer
 
-    from goose.experiments import concurrency_sweep as concurrency
+    from goose.measurement import concurrency_sweep as concurrency
     from goose.running.registry import build_drafters
 
     prompts = [("tiny", p) for p in many_prompts()]

@@ -1,9 +1,9 @@
-"""bench's command line (goose.experiments.speed_flags): a combination that would silently drop a flag is refused
+"""bench's command line (goose.measurement.speed_flags): a combination that would silently drop a flag is refused
 before any model loads."""
 
 import pytest
 
-from goose.experiments import bench
+from goose.measurement import bench
 
 
 def test_benchmarks_beside_a_prompts_file_is_refused_in_one_line(tmp_path, capsys):

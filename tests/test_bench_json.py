@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from goose.experiments import bench
+from goose.measurement import bench
 
 
 def strict(path) -> dict:
@@ -135,7 +135,7 @@ def test_one_tpot_definition_prefill_excluded_at_every_concurrency(tiny, monkeyp
 
     from tiny import byte_tokenizer
 
-    from goose.experiments import bench_report, concurrency_sweep
+    from goose.measurement import bench_report, concurrency_sweep
     from goose.running.batch_loop import Served
     from goose.running.loop import Generation
     from goose.running.registry import build_drafters
@@ -184,7 +184,7 @@ def test_single_request_latency_uses_the_generations_first_token_time(tiny):
     after the first."""
     from goose.drafting.contract import Drafter
     from goose.engine.single import Engine
-    from goose.experiments import bench_report
+    from goose.measurement import bench_report
     from goose.running.loop import generate
 
     g = generate(Engine(tiny), list(range(40, 60)), Drafter(), 8)
@@ -194,7 +194,7 @@ def test_single_request_latency_uses_the_generations_first_token_time(tiny):
 
 
 def test_the_json_refuses_nan_and_is_written_whole_or_not_at_all(tmp_path):
-    from goose.experiments import bench_report
+    from goose.measurement import bench_report
 
     out = tmp_path / "x.json"
     out.write_text("old")

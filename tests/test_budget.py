@@ -2,14 +2,14 @@
 
 import pytest
 from conftest import hf_greedy
+from goose.baselines.balanced_tree import BalancedTreeDrafter
+from goose.baselines.token_recycling import TokenRecyclingDrafter
 from tiny import tiny_model
 
 from goose.drafting.budget import AutoBudget, CostCurve
 from goose.drafting.tree import TreeNodes
 from goose.engine.single import Engine
-from goose.methods.balanced_tree import BalancedTreeDrafter
 from goose.methods.goose import BRANCH, SPINE, GooseDrafter
-from goose.methods.token_recycling import TokenRecyclingDrafter
 from goose.running.loop import generate
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from goose.analysis.artifacts import make
 from goose.analysis.bootstrap import interval, ratio, tau
 from goose.analysis.claims import (
@@ -25,6 +24,7 @@ from goose.analysis.claims import (
 from goose.analysis.load import load_rows
 from goose.analysis.scorecard import summary_block
 from goose.analysis.verdicts import direction as verdict
+
 from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]

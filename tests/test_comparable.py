@@ -3,9 +3,9 @@ a folder of mixed prompt sets, a method run at two lengths, and the one line say
 
 import pandas as pd
 import pytest
-
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
+
 from goose.storage.result_files import ResultsFile
 
 SAME_RUN = {"speedup_source": "interleaved", **{f"{p}{k}": v for p in ("", "ar_") for k, v in

@@ -181,7 +181,7 @@ def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goos
     assert "repeat" in next(p for p in table if p.suffix == ".md").read_text()
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--model", "hf", "--model-path",
+    b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", "--model", "hf", "--model-path",
                         str(tiny_folder), "--search-path", str(user), "--methods", "repeat", "repeat@auto",
                         "--benchmarks", "humaneval", "--n-prompts", "1", "--max-new-tokens", "8", "--repeats", "1"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

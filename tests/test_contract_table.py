@@ -5,9 +5,10 @@ of how it drafts."""
 import re
 from pathlib import Path
 
+from goose.baselines.ar import ARDrafter
+
 from goose.drafting.contract import Capabilities, Drafter
 from goose.engine.draft import Draft
-from goose.methods.ar import ARDrafter
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = {"declared", "core", "core (must)", "concurrency", "`memory=run`", "`budget=auto`", "`trace=true`",

@@ -1,4 +1,4 @@
-"""src/goose/experiments/draft_bounds.py: the replay accepts what verification accepts, and the clairvoyant pruner
+"""src/goose/measurement/draft_bounds.py: the replay accepts what verification accepts, and the clairvoyant pruner
 bounds the shipped one."""
 
 import os
@@ -7,20 +7,20 @@ import sys
 
 import pytest
 import torch
+from goose.baselines.pld import PromptLookupDrafter
 
 from goose.drafting.budget import AutoBudget, CostCurve
 from goose.drafting.contract import Drafter
 from goose.drafting.tree import TreeNodes
 from goose.engine.single import Engine
 from goose.methods.goose import SPINE, GooseDrafter
-from goose.methods.pld import PromptLookupDrafter
 from goose.running.loop import generate
 from goose.storage.metrics import copy_split
 
 
 @pytest.fixture(scope="module")
 def bounds():
-    from goose.experiments import draft_bounds
+    from goose.measurement import draft_bounds
     return draft_bounds
 
 
@@ -131,7 +131,7 @@ def test_hypothetical_cost_curve_is_read_in_ms_and_bad_points_refused(bounds):
 @pytest.mark.integration
 def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    base = [sys.executable, "-m", "goose.experiments.draft_bounds", "--model", "hf", "--model-path",
+    base = [sys.executable, "-m", "goose.measurement.draft_bounds", "--model", "hf", "--model-path",
             str(tiny_folder), "--benchmarks", "humaneval", "--n-prompts", "2", "--max-new-tokens", "16"]
     ok = subprocess.run([*base, "--methods", "pld@auto", "goose@auto", "--real"], cwd=tmp_path, env=env,
                         capture_output=True, text=True, timeout=600)

@@ -6,15 +6,15 @@ import random
 import pytest
 import torch
 from conftest import hf_greedy
+from goose.baselines.balanced_tree import BalancedTreeDrafter
+from goose.baselines.pld import PromptLookupDrafter
+from goose.baselines.token_recycling import TR_WIDTHS, TokenRecyclingDrafter, tree_template
 
 from goose.drafting.adjacency import AdjacencyTable
 from goose.drafting.context_match import ContextMatcher, confidence
 from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.methods.balanced_tree import BalancedTreeDrafter
 from goose.methods.goose import BRANCH, SPINE, GooseConfig, GooseDrafter, SpineOnlyDrafter, build_spine_tree
-from goose.methods.pld import PromptLookupDrafter
-from goose.methods.token_recycling import TR_WIDTHS, TokenRecyclingDrafter, tree_template
 from goose.running.loop import generate
 
 

@@ -192,9 +192,10 @@ def test_topk_rows_with_ties_keeps_the_top_values():
 
 def test_block_topk_path_is_lossless(tiny, prompts, monkeypatch):
     """The tiny vocabulary (260) is too small for topk_rows' blocks; shrink them to run that path."""
+    from goose.baselines.pld import PromptLookupDrafter
+
     import goose.engine.logits
     from goose.methods.goose import GooseDrafter
-    from goose.methods.pld import PromptLookupDrafter
 
     monkeypatch.setattr(goose.engine.logits, "TOPK_BLOCK", 6)  # 43 blocks and a ragged tail of 2
     for drafter in (GooseDrafter(budget=60), PromptLookupDrafter()):

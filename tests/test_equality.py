@@ -1,4 +1,4 @@
-"""The equality report: two run folders compared question by question (src/goose/analysis/question_diff.py)."""
+"""The equality report: two run folders compared question by question (analysis/question_diff.py)."""
 
 import subprocess
 import sys
@@ -220,10 +220,9 @@ def test_the_summary_explains_only_the_classes_present(tmp_path):
 def test_runs_with_no_question_in_common_cannot_be_compared(tmp_path, capsys):
     """Two runs of different benchmarks read "compared 0 question(s) ... NOT EQUAL" (exit 1): nothing was compared.
     One line saying why (and, where the benchmarks differ, which), exit 2."""
-    from omegaconf import OmegaConf
-
     from goose.analysis.question_diff import CannotCompare, compare
     from goose.analysis.reproduce import main
+    from omegaconf import OmegaConf
 
     out_a, out_b = answers()
     a = run_folder(tmp_path / "a", out_a)

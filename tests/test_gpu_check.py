@@ -1,4 +1,4 @@
-"""goose.experiments.gpu_check (issue #48 item 5): one line and exit 2 without CUDA; with `--device cpu` on the tiny
+"""goose.measurement.gpu_check (issue #48 item 5): one line and exit 2 without CUDA; with `--device cpu` on the tiny
 model, one table whose columns and JSON (null, never NaN) are as documented, and a verdict that says diverged and
 exits 1 when a method's tokens leave AR's."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from goose.experiments import gpu_check
+from goose.measurement import gpu_check
 from tests.tiny import save_tiny
 
 

@@ -3,8 +3,8 @@ with the time to first token beside it (goose.storage.row_schema' ttft_s / tpot_
 
 import pandas as pd
 import pytest
-
 from goose.analysis.concurrency import concurrency_table
+
 from goose.drafting.contract import Drafter
 from goose.engine.single import Engine
 from goose.running.batch_loop import Served

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import hf_greedy
+from goose.baselines.lookahead import LookaheadDrafter, NGramPool, window_visibility
+from goose.baselines.rest import Datastore, RestDrafter, draft_trie, suffix_array
 from tiny import byte_tokenizer
 
 from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.methods.lookahead import LookaheadDrafter, NGramPool, window_visibility
-from goose.methods.rest import Datastore, RestDrafter, draft_trie, suffix_array
 from goose.running.loop import generate
 
 
@@ -83,7 +83,7 @@ def test_datastore_round_trip_and_retrieval(store):
 
 
 def test_rest_errors(store, tmp_path):
-    with pytest.raises(GooseError, match="python -m goose.methods.rest build"):
+    with pytest.raises(GooseError, match="python -m goose.baselines.rest build"):
         RestDrafter(datastore=str(tmp_path / "none"))
     with pytest.raises(GooseError, match="tokenizer"):
         RestDrafter(datastore=str(store)).bind_tokenizer(OtherVocab(), "tiny")
@@ -100,9 +100,8 @@ def test_rest_builds_its_offline_default_once_on_first_use(tiny, prompts, tmp_pa
     one of two runs starting together (the other waits and uses it); another datastore must exist."""
     from concurrent.futures import ThreadPoolExecutor
 
+    import goose.baselines.rest as rest
     from tiny import byte_tokenizer
-
-    import goose.methods.rest as rest
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(rest, "FIRST_USE_TOKENS", 4000)

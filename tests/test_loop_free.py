@@ -3,10 +3,10 @@ starts repeating itself, how many forwards produced the tokens before that, and 
 loop that the window reading does not grant."""
 
 import pytest
-
 from goose.analysis.claims import LOOP_FREE, PROTOCOL, scorecard
 from goose.analysis.load import load_rows
 from goose.analysis.loops import loop_start, window_forwards
+
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 

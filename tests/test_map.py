@@ -1,10 +1,12 @@
-"""docs/map.md cannot go stale: every module under src/goose is listed there, and every path it links to exists."""
+"""docs/map.md cannot go stale: every module of goose (src/goose and the top-level rooms baselines/, experiments/,
+analysis/) is listed there, and every path it links to exists."""
 
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "goose"
+TOP_LEVEL = {room: ROOT / room for room in ("baselines", "experiments", "analysis")}  # goose.<room>
 MAP = ROOT / "docs" / "map.md"
 LINK = re.compile(r"\]\(([^)#\s]+)\)")
 
@@ -15,10 +17,29 @@ def linked() -> set[Path]:
     return {(MAP.parent / t).resolve() for t in targets}
 
 
+def modules() -> dict[str, Path]:
+    """Every module of goose by its dotted name: src/goose/**, and goose.<room>.* from the top-level rooms."""
+    out = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+           for p in PACKAGE.rglob("*.py")}
+    for room, folder in TOP_LEVEL.items():
+        out |= {".".join(("goose", room, *p.relative_to(folder).with_suffix("").parts)).removesuffix(".__init__"): p
+                for p in folder.rglob("*.py")}
+    return out
+
+
+def test_the_top_level_rooms_are_goose_subpackages():
+    import goose.analysis
+    import goose.baselines
+    import goose.experiments
+
+    for module in (goose.baselines, goose.experiments, goose.analysis):
+        room = module.__name__.rpartition(".")[2]
+        assert Path(module.__file__).resolve() == TOP_LEVEL[room] / "__init__.py"
+
+
 def test_every_module_of_the_package_is_on_the_map():
     listed = {p for p in linked() if p.suffix == ".py"}
-    modules = {p.resolve() for p in PACKAGE.rglob("*.py")}
-    missing = sorted(p.relative_to(PACKAGE).as_posix() for p in modules - listed)
+    missing = sorted(p.relative_to(ROOT).as_posix() for p in set(map(Path.resolve, modules().values())) - listed)
     assert not missing, f"docs/map.md does not list {missing}: add a line for each"
 
 
@@ -28,7 +49,7 @@ def test_every_path_on_the_map_exists():
 
 
 def test_every_room_has_its_section():
-    rooms = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+    rooms = sorted([p.parent.name for p in PACKAGE.glob("*/__init__.py")] + list(TOP_LEVEL))
     text = MAP.read_text()
     assert rooms and all(f"## `{room}/`" in text for room in rooms), rooms
 
@@ -65,9 +86,7 @@ def module_imports() -> dict[str, set[str]]:
     """Each goose module's goose imports made when it loads (module level; imports inside functions run later)."""
     import ast
 
-    src = PACKAGE.parent
-    names = {".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__"): p
-             for p in PACKAGE.rglob("*.py")}
+    names = modules()
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
         found = set()

@@ -328,6 +328,7 @@ def test_an_interrupted_migration_leaves_whole_folders_and_a_rerun_finishes_it(t
 
 def test_schema_4_rows_upgrade_through_the_row_adapter_and_the_analysis_reads_both(tmp_path, capsys):
     from goose.analysis.load import load_rows
+
     from goose.storage.row_schema import ROW_SCHEMA, rekeyed, upgrade
 
     assert ROW_SCHEMA == 5

@@ -434,7 +434,7 @@ def test_bench_samples_every_method_and_hugging_face_with_the_same_noise(tiny_fo
     import sys
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--model", "hf", "--model-path",
+    b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", "--model", "hf", "--model-path",
                         str(tiny_folder), "--methods", "goose", "pld", "hf-prompt-lookup", "--benchmarks", "humaneval",
                         "--n-prompts", "3", "--max-new-tokens", "24", "--repeats", "1", "--temperature", "0.7",
                         "--top-p", "0.95", "--seed", "3"], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -444,6 +444,6 @@ def test_bench_samples_every_method_and_hugging_face_with_the_same_noise(tiny_fo
     lines = {line.split("|")[1].strip(): line for line in b.stdout.splitlines() if line.startswith("| ")}
     for m in ("ar", "goose@60:prompt", "pld", "hf-prompt-lookup"):
         assert lines[m].rstrip().endswith("3/3 |"), lines[m]
-    bad = subprocess.run([sys.executable, "-m", "goose.experiments.bench", "--top-p", "0"], cwd=tmp_path,
+    bad = subprocess.run([sys.executable, "-m", "goose.measurement.bench", "--top-p", "0"], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "top_p must be a number in (0, 1]" in bad.stderr

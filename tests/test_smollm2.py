@@ -36,19 +36,19 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
     """Every method returns Hugging Face greedy's tokens on the same model object, on either backend."""
     import copy
 
+    from goose.baselines.balanced_tree import BalancedTreeDrafter
+    from goose.baselines.lookahead import LookaheadDrafter
+    from goose.baselines.pld import PromptLookupDrafter
+    from goose.baselines.rest import RestDrafter, build
+    from goose.baselines.suffix_decoding import SuffixDrafter
+    from goose.baselines.token_recycling import TokenRecyclingDrafter
     from test_drafters import ABLATIONS
 
     from goose.benchmarks.prompts import load_prompts
     from goose.engine.backends import apply_backend
     from goose.engine.single import Engine
-    from goose.methods.balanced_tree import BalancedTreeDrafter
     from goose.methods.goose import GooseDrafter
     from goose.methods.goose_suffix import GooseSuffixDrafter
-    from goose.methods.lookahead import LookaheadDrafter
-    from goose.methods.pld import PromptLookupDrafter
-    from goose.methods.rest import RestDrafter, build
-    from goose.methods.suffix_decoding import SuffixDrafter
-    from goose.methods.token_recycling import TokenRecyclingDrafter
     from goose.running.loop import generate
     from goose.running.timing import hf_greedy
 
@@ -72,16 +72,17 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
 def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path):
     """temperature 0.7, top_p 0.95, two seeds: every method returns AR sampling's tokens, AR sampling
     equals Hugging Face's loop on the same perturbed logits, and sampling changes the output."""
+    from goose.baselines.lookahead import LookaheadDrafter
+    from goose.baselines.pld import PromptLookupDrafter
+    from goose.baselines.suffix_decoding import SuffixDrafter
+    from goose.baselines.token_recycling import TokenRecyclingDrafter
+
     from goose.benchmarks.prompts import load_prompts
     from goose.drafting.contract import Drafter
     from goose.engine.sampling import Sampling
     from goose.engine.single import Engine
     from goose.methods.goose import GooseDrafter
     from goose.methods.goose_suffix import GooseSuffixDrafter
-    from goose.methods.lookahead import LookaheadDrafter
-    from goose.methods.pld import PromptLookupDrafter
-    from goose.methods.suffix_decoding import SuffixDrafter
-    from goose.methods.token_recycling import TokenRecyclingDrafter
     from goose.running.loop import generate
     from goose.running.timing import hf_greedy
 
@@ -113,9 +114,9 @@ def test_a_copied_model_with_one_tensor_changed_is_another_model(tmp_path):
     folder kept it, so the modified model resumed the original's rows and was called not lossless."""
     import shutil
 
+    from goose.analysis.load import load_rows
     from safetensors.torch import load_file, save_file
 
-    from goose.analysis.load import load_rows
     from goose.models.loading import model_folder
 
     pristine, changed = tmp_path / "a" / "smol", tmp_path / "b" / "smol"  # one folder name: one label

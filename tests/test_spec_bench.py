@@ -6,11 +6,11 @@ import sys
 
 import pytest
 from conftest import SPEC_BENCH, hash_of, spec_of
-from test_run import ROOT, rows, run_folder, run_py
-
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
 from goose.analysis.spec_bench import mean_accepted, spec_bench_table
+from test_run import ROOT, rows, run_folder, run_py
+
 from goose.benchmarks.builtin import CATEGORY_ORDER, MULTI_TURN
 from goose.benchmarks.prompts import load_prompts
 from goose.errors import GooseError

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from conftest import hf_greedy, spec_of
+from goose.baselines.suffix_decoding import SuffixDrafter
 
 from goose.drafting.suffix_cache import library
 from goose.engine.draft import Draft, Verification
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.methods.goose_suffix import GooseSuffixDrafter
-from goose.methods.suffix_decoding import SuffixDrafter
 from goose.running.loop import generate
 from goose.running.registry import build_drafters, load_method, method_drafter
 from goose.running.timing import Timer

@@ -113,6 +113,9 @@ def hydra_config(*overrides):
     """The `hydra` node run.py would see (composed in this process)."""
     from hydra import compose, initialize_config_dir
 
+    from goose.paths import register_experiments
+
+    register_experiments()
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
         return compose("config", overrides=list(overrides), return_hydra_config=True)
 
@@ -205,7 +208,7 @@ def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anythi
     argvs = [a for a in argvs if a[0] != "-c"]  # the profile and GPU checks
     calls = [" ".join(a) for a in argvs]
     assert calls[0].startswith("-m goose.experiments.sweep_plan --profile local --results results/local "), calls
-    assert any(c.startswith(("run.py", "-m goose.methods.rest")) for c in calls[1:]), calls
+    assert any(c.startswith(("run.py", "-m goose.baselines.rest")) for c in calls[1:]), calls
     out = subprocess.run([sys.executable, *argvs[0]], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, env=dict(os.environ, HF_HUB_OFFLINE="1"))
     assert out.returncode == 0, out.stderr

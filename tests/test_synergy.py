@@ -5,10 +5,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
 from goose.analysis.synergy import source_gap, synergy, synergy_published
+
 from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -155,10 +155,9 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tiny_folder, tmp_path):
 
 @pytest.mark.integration
 def test_two_hf_folders_with_one_name_never_pool(tmp_path, run_goose):
-    from tiny import save_tiny
-
     from goose.analysis.load import load_rows
     from goose.analysis.pooling import by
+    from tiny import save_tiny
 
     f = jsonl(tmp_path / "p.jsonl", ["k = 1\nk = 1\n", "z z z z"])
     for seed in (0, 1):
@@ -319,12 +318,12 @@ def test_prompt_file_and_quoted_prompt_take_any_characters(tiny_folder, tmp_path
 @pytest.mark.integration
 def test_rest_build_and_bench_refuse_unknown_names(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "goose.methods.rest", "build", "--model", "nonexistent",
+    r = subprocess.run([sys.executable, "-m", "goose.baselines.rest", "build", "--model", "nonexistent",
                         "--out", str(tmp_path / "s")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown model 'nonexistent'" in r.stderr and "smollm2-135m" in r.stderr
     for flag, name, valid in [("--model", "nope", "smollm2-135m"), ("--benchmarks", "humaneva", "humaneval"),
                               ("--methods", "gose", "goose-no-bigram")]:
-        b = subprocess.run([sys.executable, "-m", "goose.experiments.bench", flag, name], cwd=ROOT, env=env,
+        b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", flag, name], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=60)
         assert b.returncode == 2 and f"unknown '{name}'" in b.stderr and valid in b.stderr, b.stderr
 

@@ -119,9 +119,8 @@ def test_the_gguf_conversion_is_keyed_by_content(tmp_path, monkeypatch):
 @pytest.mark.integration
 def test_a_rebuilt_rest_datastore_is_another_configuration(tiny_folder, tmp_path, run_goose, store):
     """The datastore was not in the hash: rebuilding it at the same path resumed the old rows under one hash."""
+    from goose.baselines.rest import build
     from tiny import byte_tokenizer
-
-    from goose.methods.rest import build
 
     ds = tmp_path / "ds"
     shutil.copytree(store, ds)

@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig
 
 from goose.help import register as register_help
-from goose.paths import CONF
+from goose.paths import CONF, register_experiments
 from goose.preflight import launcher_options_refused, multirun, refused, user_folders
 from goose.running.runner import exit_status, run
 
@@ -35,6 +35,7 @@ def sweep_id() -> str:
 
 
 SWEEP_ID = sweep_id()
+register_experiments()  # +experiment=NAME: experiments/NAME.yaml
 
 
 @hydra.main(config_path=str(CONF), config_name="config", version_base="1.3")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from goose.paths import CONF
+from goose.paths import CONF, EXPERIMENTS
 
 GROUPS = ("model", "method", "benchmark", "logging")
 KEY = re.compile(r"^(\w+):\s*(.*?)\s*(?:#\s*(.*))?$")
@@ -74,11 +74,11 @@ def render(conf: Path = CONF) -> str:
         lines.append(f"{group}:")
         for p in sorted((conf / group).glob("*.yaml"), key=lambda p: p.stem):
             lines.append(f"  {p.stem:<26}" + _wrap(first_comment(p), 28))
-    stems = {p.stem for p in (conf / "experiment").glob("*.yaml")}
+    stems = {p.stem for p in EXPERIMENTS.glob("*.yaml")}
     paired = sorted({s.rsplit("-", 1)[0] for s in stems if s.endswith(("-local", "-paper"))
                      and {f"{s.rsplit('-', 1)[0]}-local", f"{s.rsplit('-', 1)[0]}-paper"} <= stems})
     alone = sorted(s for s in stems if not any(s in (f"{n}-local", f"{n}-paper") for n in paired))
-    lines.append(_fill(f"+experiment=NAME-local|NAME-paper (with -m; see the Makefile's reproduce-* targets): "
+    lines.append(_fill(f"+experiment=NAME-local|NAME-paper (with -m; experiments/README.md): "
                        f"{', '.join(paired)}; and by their own names: {', '.join(alone)}"))
     lines += ["", "== Settings (key=value; default in parentheses) =="]
     for key, default, text in settings(conf / "config.yaml"):

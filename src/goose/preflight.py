@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from goose.errors import GooseError
-from goose.paths import CONF
+from goose.paths import CONF, register_experiments
 
 INFO_FLAGS = ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i")  # Hydra prints, runs nothing
 CHOICE_GROUPS = ("model", "method", "benchmark", "experiment")  # key=NAME picks conf/<key>/NAME.yaml
@@ -61,6 +61,7 @@ def _hydra_config(overrides: list[str]) -> DictConfig:
     """The config with its `hydra` node (launcher, sweeper), composed in this process."""
     from hydra import compose, initialize_config_dir
 
+    register_experiments()
     with initialize_config_dir(str(CONF), version_base="1.3"):
         return compose("config", overrides=overrides, return_hydra_config=True)
 
@@ -73,6 +74,7 @@ def launcher_names(folders: list[str] = ()) -> list[str]:
 
     from goose.paths import config_names
 
+    register_experiments()
     with initialize_config_dir(str(CONF), version_base="1.3"):
         known = GlobalHydra.instance().config_loader().get_group_options("hydra/launcher")
     return sorted({*known, *config_names("hydra/launcher", folders)})
@@ -194,6 +196,7 @@ def _sweep_jobs(argv: list[str]) -> tuple[list[list[str]], list[str]] | None:
         fixed = [o.input_line for o in parser.parse_overrides(args) if not o.is_sweep_override()]
         params = _hydra_config(fixed).hydra.sweeper.params or {}
         lines = [f"{k}={v}" for k, v in params.items()] + args
+        register_experiments()  # _hydra_config did; said again so the config loader below sees them
         with initialize_config_dir(str(CONF), version_base="1.3"):
             parsed = OverridesParser.create(GlobalHydra.instance().config_loader()).parse_overrides(lines)
             values: dict[str, list[str]] = {}
@@ -295,6 +298,7 @@ def sweep_refused(argv: list[str]) -> str | None:
     sys.path.extend(folders)  # a user's drafter beside its YAML, as goose.cli.hydra_main adds it
     name = _launcher(argv) or "basic"
     seen: set = set()
+    register_experiments()
     with initialize_config_dir(str(CONF), version_base="1.3"):
         for job in jobs:
             try:
@@ -368,7 +372,7 @@ def refused(argv: list[str]) -> str | None:
     if (swept := next((a for a in argv if a.lstrip("+~").startswith("hydra.sweeper.params")), None)) is not None:
         key = swept.split("=", 1)[0].lstrip("+~").removeprefix("hydra.sweeper.params").lstrip(".") or "KEY"
         return (f"{swept}: the sweep's settings are not set through hydra.sweeper.params on the command line; "
-                f"sweep them as `python run.py -m {key}=a,b`, or in an experiment's YAML (conf/experiment/)")
+                f"sweep them as `python run.py -m {key}=a,b`, or in an experiment's YAML (experiments/)")
     if (why := launcher_refused(argv)) is not None:
         return why
     if multirun(argv):

@@ -25,7 +25,7 @@ class Capabilities:
     trace: bool = False  # can record one dict per verification step (trace=true)
     memory: bool = False  # memory=run: keeps state across prompts, so a row depends on the prompts before it
     tokenizer_bound: bool = False  # holds token ids of its own (a datastore): handed the tokenizer (bind_tokenizer)
-    autoregressive: bool = False  # AR itself (goose.methods.ar): its rows are AR's own timing, no AR run beside it
+    autoregressive: bool = False  # AR itself (goose.baselines.ar): its rows are AR's own timing, no AR run beside it
 
 
 @dataclass(frozen=True)

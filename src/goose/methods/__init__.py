@@ -1,3 +1,4 @@
-"""The methods, one file each: GOOSE (`goose`, its SuffixDecoding-spine variant `goose_suffix`) and the peers it is
-measured against (AR, PLD, Token Recycling, Lookahead, REST, balanced trees, SuffixDecoding). A new method is one
-file here plus one YAML in conf/method/ (docs/adding.md)."""
+"""GOOSE and its variants, one file each: `goose` (the anisotropic tree, its ablations and single-source controls)
+and `goose_suffix` (GOOSE with SuffixDecoding's spine). The peers it is measured against are goose.baselines
+(the repository's baselines/). A new method is one file anywhere importable plus one YAML in conf/method/
+(docs/adding.md)."""

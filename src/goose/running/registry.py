@@ -24,7 +24,7 @@ from goose.drafting.contract import (
     takes_budget,
 )
 from goose.errors import GooseError, MissingLibrary
-from goose.paths import CONF, config_names
+from goose.paths import CONF, config_names, register_experiments
 from goose.running.sections import MethodSpec, check_keys, fields_named, refusal_reason
 from goose.storage.metrics import FIXED
 
@@ -42,6 +42,7 @@ def compose_config(overrides: list[str], search_path: list[str] | tuple[str, ...
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    register_experiments()
     try:
         with initialize_config_dir(str(CONF), version_base="1.3"):
             return compose("config", overrides=[*overrides, *search_path_override(search_path)])

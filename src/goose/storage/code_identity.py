@@ -3,11 +3,12 @@
 `code_fingerprint(cls)` is a digest of the source a drafter's rows depend on: the module of its class (and of
 every class it inherits from), the decode loops that call it and verify its drafts (goose.running.loop,
 goose.running.batch_loop), and every module they import, transitively (imports inside functions too), kept to
-the rooms that decide what is drafted and verified (goose.methods, goose.drafting, goose.engine, the two loops)
-and, for a drafter defined outside goose, the modules of its own folder (its top-level package's, or its file's).
-Each file is read as its syntax tree without docstrings, so a comment, a blank line or a docstring changes
-nothing and any edit of code does; nothing is imported to find a module. A class without a source file (a
-notebook's) is its `inspect.getsource`; without even that the fingerprint is blank: unknown, recorded as such.
+the rooms that decide what is drafted and verified (goose.methods, goose.baselines, goose.drafting, goose.engine,
+the two loops) and, for a drafter defined outside goose, the modules of its own folder (its top-level package's,
+or its file's). Each file is read as its syntax tree without docstrings, so a comment, a blank line or a
+docstring changes nothing and any edit of code does; nothing is imported to find a module. A class without a
+source file (a notebook's) is its `inspect.getsource`; without even that the fingerprint is blank: unknown,
+recorded as such.
 
 `check_code` is the resume check of goose.running.runner: rows of the same configuration written by other code
 are refused (one line naming both choices), unless `conf/code-equivalence.yaml` declares the two fingerprints
@@ -30,11 +31,13 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+from goose import top_level_room
 from goose.errors import GooseError
 from goose.paths import CONF
 from goose.storage.fingerprints import digest
 
-ROOMS = ("goose.methods", "goose.drafting", "goose.engine", "goose.running.loop", "goose.running.batch_loop")
+ROOMS = ("goose.methods", "goose.baselines", "goose.drafting", "goose.engine", "goose.running.loop",
+         "goose.running.batch_loop")
 LOOPS = ("goose.running.loop", "goose.running.batch_loop")  # always read: they call every drafter
 LEDGER = CONF / "code-equivalence.yaml"
 ACCEPTED = "code-accepted.jsonl"
@@ -91,6 +94,8 @@ def _locate(name: str) -> Path | None:
         file = getattr(module, "__file__", None)
         return Path(file) if file and file.endswith(".py") else None
     head, _, _ = name.rpartition(".")
+    if (room := top_level_room(name)) is not None:  # goose.baselines in a checkout: the repository's baselines/
+        return room / "__init__.py"
     try:
         if head:
             parent = _locate(head)

@@ -1,0 +1,402 @@
+"""The claims scorecard: which of the paper's claims replicate, on what, how sure we are, and at what size.
+
+Every claim is read per model x benchmark as one or more comparisons (GOOSE vs Iso(3), ...), each an effect
+with a 95% bootstrap interval over prompts (analysis.bootstrap: paired, BCa) and n, and two verdicts: of
+direction against the paper's threshold (holds / contradicted / inconclusive) and of size against the paper's
+cited range (within / above / below / inconclusive; analysis.verdicts). A comparison the paper gives no number
+for, one that repeats another's configurations, or one the paper makes of GPUs (the clock, read on a CPU) is
+shown with what it is and not counted. tau-based claims need no clock; the speedup claim reads the rows that
+timed AR beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from goose.analysis.bootstrap import (
+    COLUMNS,
+    Statistic,
+    acceptance,
+    alone,
+    interval,
+    over_best,
+    ratio,
+    source_acceptance,
+    speedup,
+    tau,
+    within,
+)
+from goose.analysis.comparable import common_prompts
+from goose.analysis.loops import loop_free
+from goose.analysis.paper import (
+    ABLATION_DELTA_PCT,
+    ABLATION_RANGE_PCT,
+    ABLATIONS,
+    CLAIMS_BUDGET,
+    FIGURE4_RANGE,
+    GAP_PAIR,
+    GOOSE,
+    ISO_GAIN_PCT,
+    ISOTROPIC,
+    PAPER_BENCHMARKS,
+    PEERS,
+    SINGLE_SOURCES,
+    SOURCE_GAP_MEDIAN,
+    SOURCE_GAP_RATIO,
+    SYNERGY_GAIN_PCT,
+)
+from goose.analysis.selection import DEFAULT, configurations, identical, labels, not_read, paper_benchmarks, pick
+from goose.analysis.verdicts import (
+    ABOVE,
+    BELOW,
+    CONTRADICTED,
+    CPU_READING,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_LOSSLESS,
+    WITHIN,
+    Claim,
+    against_none,
+    direction,
+    size,
+)
+
+from goose.storage.metrics import FIXED
+
+HALF = ("float16", "bfloat16")  # where `numerics` (a near-tie decided the other way) is as good as exact
+
+
+CLAIMS = (
+    Claim(1, "source gap", "context-matched drafts are accepted per drafted token far more often than adjacency "
+          "guesses: read inside GOOSE's own trees (spine nodes against branch nodes, same trees, same verifications)",
+          f"{SOURCE_GAP_RATIO[0]}-{SOURCE_GAP_RATIO[1]}x (median ~{SOURCE_GAP_MEDIAN}x)",
+          "the paper's text with its Figure 1: median acceptance 0.21 (spine) vs 0.033 (branch), a ratio of 2-18x "
+          "over 5 models x 5 benchmarks", SOURCE_GAP_RATIO[0], size=SOURCE_GAP_RATIO, unit="x", flattered=GOOSE),
+    Claim(2, "non-degradation", "GOOSE's tau is at least each of its single sources' at the same budget",
+          ">= 0%", "the paper's property P4 (non-degradation); a direction, no size", 0.0),
+    Claim(3, "vs balanced trees", "GOOSE beats balanced trees Iso(3)/Iso(5) at equal budget (the balanced trees as "
+          "the official code builds them: one source, adjacency, no context-matched spine)",
+          f"+{ISO_GAIN_PCT[0]}..+{ISO_GAIN_PCT[1]}%", "the paper's Table 1: +12% to +33% over eight settings "
+          "(macro mean +25.4%)", ISO_GAIN_PCT[0], size=ISO_GAIN_PCT),
+    Claim(4, "lossless speedup", "GOOSE is 1.9-4.3x faster than AR by the clock, losslessly, at B = 60",
+          f"{FIGURE4_RANGE[0]}-{FIGURE4_RANGE[1]}x (GPU)", "the paper's Figure 4: 24 of 25 model x benchmark cells, "
+          "fp16 on one GPU", FIGURE4_RANGE[0], size=FIGURE4_RANGE, unit="x", flattered=GOOSE, gpu=True),
+    Claim(5, "ahead of peers", "GOOSE's tau is ahead of PLD, Token Recycling, Lookahead and REST in every cell",
+          "> 0% in every cell", "the paper's main results table; a direction, no size", 0.0, strict=True,
+          flattered=GOOSE),
+    Claim(6, "synergy", "GOOSE beats the better of its two sources by 16-45%",
+          f"+{SYNERGY_GAIN_PCT[0]}..+{SYNERGY_GAIN_PCT[1]}%", "the paper's text (synergy: the spine tree over the "
+          "best single-source method)", SYNERGY_GAIN_PCT[0], size=SYNERGY_GAIN_PCT, flattered=GOOSE),
+    Claim(7, "ablations cost tau", "each of GOOSE's parts, switched off, costs tau",
+          f"{ABLATION_RANGE_PCT[0]}..{ABLATION_RANGE_PCT[1]}% each", "the paper's Table 2 (Qwen3-8B): each ablation's "
+          "own number, the five spanning -5.1% to -2.9%", 0.0, size=ABLATION_RANGE_PCT, above=False, strict=True),
+)
+
+
+@dataclass
+class Comparison:
+    """One comparison of a claim in one model x benchmark: its sides (a side that did not run is an empty frame,
+    its name says which), the statistic, and whether it is counted (else `note` says what it is)."""
+
+    label: str
+    names: list[str]
+    sides: list[pd.DataFrame]
+    stat: Statistic
+    counted: bool = True
+    note: str = ""
+    paper: str = ""  # this comparison's own number, where the claim's is a band over several
+    extra: dict = field(default_factory=dict)
+
+
+# --- comparisons per model x benchmark ---------------------------------------------------------------------
+def say_budgets(cell: pd.DataFrame) -> None:
+    """One line for rows of a model x benchmark at budgets no claim reads."""
+    other = cell[~cell.budget.isin([CLAIMS_BUDGET, FIXED, "auto"])]
+    if not other.empty:
+        which = "; ".join(f"{m} B={', '.join(sorted(set(g.budget)))} ({len(g)})" for m, g in other.groupby("method"))
+        print(f"[analysis] claims: {cell.model.iloc[0]} / {cell.benchmark.iloc[0]}: left out {len(other)} row(s) at "
+              f"budgets no claim reads ({which}): the claims read B={CLAIMS_BUDGET}, and B=auto for the clock")
+
+
+def _arrays(g: pd.DataFrame) -> dict:
+    return {c: g[c].to_numpy(dtype=float) if c in g else np.full(len(g), np.nan) for c in COLUMNS}
+
+
+def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[Comparison]:
+    """The comparisons of `claim` in one model x benchmark cell, in a fixed order (one per label tried)."""
+    g = pick(cell, GOOSE)
+    n = claim.number
+    if n == 1:
+        own = within(source_acceptance("spine"), source_acceptance("branch"))
+        return [Comparison(f"{GOOSE}: spine / branch nodes", [GOOSE], [g], own),
+                Comparison(f"{GAP_PAIR[0]} / {GAP_PAIR[1]} standalone", list(GAP_PAIR),
+                           [pick(cell, m) for m in GAP_PAIR], ratio(acceptance), counted=False,
+                           note="as published, standalone: a chain against a wide tree, so tree size as much as "
+                           "source quality")]
+    if n == 2:
+        return [Comparison(f"{GOOSE} vs {s}", [GOOSE, s], [g, pick(cell, s)], ratio(tau)) for s in SINGLE_SOURCES]
+    if n == 3:
+        return [Comparison(f"{GOOSE} vs {s}", [GOOSE, s], [g, pick(cell, s)], ratio(tau)) for s in ISOTROPIC]
+    if n == 4:
+        out = []
+        for budget in (CLAIMS_BUDGET, "auto"):
+            timed = cell[(cell.method == GOOSE) & (cell.budget == budget) & cell.speedup.notna()
+                         & ~cell.speedup_stale.eq(True)]
+            paper = budget == CLAIMS_BUDGET
+            out.append(Comparison(f"{GOOSE} B={budget}", [f"{GOOSE} B={budget} timed"], [pick(timed, GOOSE, budget)],
+                                  alone(speedup), counted=paper,
+                                  note="" if paper else "not the paper's budget (B = 60)"))
+        return out
+    if n == 5:
+        return [Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau)) for p in PEERS]
+    if n == 6:
+        return [Comparison(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [GOOSE, *SINGLE_SOURCES],
+                           [g, *(pick(cell, s) for s in SINGLE_SOURCES)], over_best(tau))]
+    out = []
+    for a in ABLATIONS:
+        twin = next((s for s in SINGLE_SOURCES if identical(a, s)), None)
+        number = ABLATION_DELTA_PCT.get(a)
+        note = (f"the configuration of {twin}: counted once, under claim 2" if twin
+                else "no number in the paper" if number is None else "")
+        out.append(Comparison(f"{a} vs {GOOSE}", [a, GOOSE], [pick(cell, a), g], ratio(tau), counted=not note,
+                              note=note, paper="" if number is None else f"{number:+.1f}%"))
+    return out
+
+
+def _without_undrafted(sides: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], int]:
+    """The sides without the prompts on which no side drafted anything (typically a one-token answer: the
+    prefill's token, often the end of text, as an instruct model given a raw prompt may answer nothing), and how
+    many. Such a prompt says nothing on a drafting claim: kept, it would count in n, and a resample of only such
+    prompts has no acceptance rate at all."""
+    def undrafted(s: pd.DataFrame) -> set:
+        return set(s.prompt_id[(s.new_tokens <= 1) | (s.drafted.eq(0) if "drafted" in s else False)])
+
+    none = set.intersection(*map(undrafted, sides))
+    return [s[~s.prompt_id.isin(none)] for s in sides], len(none)
+
+
+def _copy_split(g: pd.DataFrame) -> tuple[float, float]:
+    """% of the tokens `g` generated that were drafted copies of its own earlier answer / of the prompt."""
+    if g.empty or "copied_answer" not in g or g.copied_answer.isna().any():
+        return float("nan"), float("nan")
+    total = g.new_tokens.sum()
+    return 100 * g.copied_answer.sum() / total, 100 * g.copied_prompt.sum() / total
+
+
+def _lossless(sides: list[pd.DataFrame]) -> tuple[str, str]:
+    """(lossless rows / rows, why the comparison cannot be counted: "" where every row gave AR's tokens; in half
+    precision a `numerics` row, a near-tie decided the other way, counts as AR's)."""
+    rows = pd.concat(sides)
+    ok = rows.lossless | (rows.dtype.astype(str).isin(HALF) & rows.equality.isin(["exact", "numerics"]))
+    why = "" if ok.all() else (f"{int((~ok).sum())} of {len(rows)} rows are not AR's tokens (equality "
+                               f"{', '.join(sorted(set(rows.equality[~ok].astype(str))))}): a lossy speedup or tau "
+                               "is no evidence for a lossless method")
+    return f"{int(rows.lossless.sum())}/{len(rows)}", why
+
+
+def _configs(sides: list[pd.DataFrame]) -> list[dict]:
+    """The configuration each side read: its method, budget, hash, prompts and what it sets otherwise than its
+    method's default."""
+    out = []
+    for s in sides:
+        c = configurations(s).iloc[0]
+        out.append({"method": s.method.iloc[0], "budget": s.budget.iloc[0], "config": c.config_hash,
+                    "settings": c.settings or "default unknown"})
+    return out
+
+
+def _first_read(tried: list[tuple[str, list[Comparison], str]], k: int) -> tuple[str, str, Comparison] | None:
+    """The first benchmark label (in the order selection.labels tries them) where comparison `k` has every side."""
+    for label, comps, why in tried:
+        if not any(s.empty for s in comps[k].sides):
+            return label, why, comps[k]
+    return None
+
+
+PROTOCOL, LOOP_FREE, CHAT = "paper's protocol", "loop-free window", "chat template"
+READINGS = (PROTOCOL, LOOP_FREE, CHAT)  # each claim read three ways, side by side
+NO_WINDOW = (1, 4)  # no loop-free reading: drafted tokens per forward are not recorded, the clock is not per token
+
+
+def scorecard(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per reading x claim x model x benchmark x comparison: n, the effect and its interval, the paper's
+    number, the verdicts, losslessness of the rows behind it, the configurations read and (where copying
+    flatters the claim) the copy split of the method it flatters. Three readings: the paper's protocol (raw
+    prompts, its answer lengths), the loop-free window of the same rows (analysis.loops) and the chat template
+    (rows run with chat_template=true). Each of the paper's five benchmarks is read once per reading, under one
+    label (selection.labels); each side is its method's default configuration (selection.pick).
+    `attrs["read"]` / `attrs["not read"]` list the configurations read and those no comparison read."""
+    rows = paper_benchmarks(df)
+    raw = rows[~rows.chat_template.astype(bool)]
+    cards, configs, cells = [], [], []
+    for reading in READINGS:
+        source = loop_free(raw) if reading == LOOP_FREE and not raw.empty else rows
+        out, read, its_cells = _read(source, reading)
+        cards.append(pd.DataFrame(out).assign(reading=reading) if out else pd.DataFrame())
+        configs += read
+        cells += its_cells
+    if all(c.empty for c in cards):
+        raise SystemExit("claims: no claim could be read: run `make reproduce-claims` (GOOSE and the methods it is "
+                         "compared with, on the same model and one of the paper's five benchmarks)")
+    card = pd.concat([c for c in cards if not c.empty], ignore_index=True)
+    card.attrs["read"] = pd.DataFrame(configs).drop_duplicates(ignore_index=True)
+    hashes = set(card.attrs["read"].config)
+    skipped = [s for s in (not_read(c, hashes) for c in cells) if not s.empty]
+    card.attrs["not read"] = pd.concat(skipped or [pd.DataFrame()], ignore_index=True).drop_duplicates()
+    for r in card.attrs["not read"].itertuples():
+        print(f"[analysis] claims: {r.model} / {r.benchmark}: not read: {r.method} B={r.budget} config {r.config} "
+              f"({r.prompts} prompts): {r[-1]}")
+    return card
+
+
+def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[pd.DataFrame]]:
+    """One reading's comparisons: (scorecard rows, configurations read, the benchmark labels it looked at)."""
+    out, configs, cells = [], [], []
+    say = reading == PROTOCOL  # what is left out is said once, on the paper's protocol
+    for (model, bench), rows in df.groupby(["model", "benchmark_name"], sort=True):
+        options = labels(rows, chat=reading == CHAT)
+        if not options:
+            continue
+        for _, cell, _ in options:
+            if say:
+                say_budgets(cell)
+        cells += [cell for _, cell, _ in options]
+        missing: set[str] = set()
+        for claim in CLAIMS:
+            if reading == LOOP_FREE and claim.number in NO_WINDOW:
+                continue
+            tried = [(label, _comparisons(cell, claim), why) for label, cell, why in options]
+            for k in range(len(tried[0][1])):
+                chosen = _first_read(tried, k)
+                if chosen is None:
+                    first = tried[0][1][k]
+                    missing |= {m for m, s in zip(first.names, first.sides) if s.empty}
+                    continue
+                label_read, why_label, comparison = chosen
+                row = _compare(claim, model, bench, comparison, say)
+                if row is None:
+                    continue
+                configs += [{"model": model, "benchmark": row["benchmark"], **c} for c in row.pop("_configs")]
+                row.update({"read as": label_read if len(options) > 1 or label_read != bench else "",
+                            "why this label": why_label if len(options) > 1 else "",
+                            "labels not read": ", ".join(lab for lab, _, _ in options if lab != label_read)})
+                out.append(row)
+        if missing and say:
+            print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows of its default "
+                  f"configuration at the claims' budget: {', '.join(sorted(missing))}")
+    return out, configs, cells
+
+
+def _compare(claim: Claim, model: str, bench: str, c: Comparison, say: bool = True) -> dict | None:
+    """One comparison's row of the scorecard, or None (said why, where `say`) where its sides share no prompt."""
+    kept = common_prompts(pd.concat(c.sides), f"claims {claim.number} {c.label}", say)
+    sides = [kept[kept.config_hash == s.config_hash.iloc[0]].sort_values("prompt_id") for s in c.sides]
+    sides, undrafted = _without_undrafted(sides)
+    if sides[0].empty:
+        why = ("nothing was drafted on any prompt (one-token answers)" if undrafted else
+               "its sides ran no prompt in common (other prompt ids, or other texts under the same ids)")
+        if say:
+            print(f"[analysis] claims {claim.number} {c.label}: {model} / {bench}: {why}, not compared")
+        return None
+    effect, low, high = interval(c.stat, [_arrays(s) for s in sides], paired=True)
+    scale = (lambda v: v) if claim.unit == "x" else (lambda v: (v - 1) * 100)
+    effect, low, high = scale(effect), scale(low), scale(high)
+    flat = next((s for s in sides if claim.flattered and s.method.iloc[0] == claim.flattered), sides[0])
+    answer, prompt = _copy_split(flat) if claim.flattered else (float("nan"), float("nan"))
+    lossless, lossy = _lossless(sides)
+    verdicts = (direction(claim, low, high), size(claim.size, low, high))
+    if claim.gpu and not all(str(d).startswith("cuda") for s in sides for d in s.device):
+        verdicts = (CPU_READING, f"{CPU_READING}: {verdicts[1]}")  # a GPU's claim timed on a CPU
+    row = {"claim": claim.number, "name": claim.name, "model": model, "benchmark": bench,
+           "comparison": c.label, "n": len(sides[0]), "nothing drafted": undrafted,
+           "effect": effect, "low": low, "high": high, "unit": claim.unit, "paper": c.paper or claim.paper,
+           "threshold": claim.threshold, "verdict": NOT_LOSSLESS if lossy else verdicts[0],
+           "size": "" if lossy else verdicts[1], "counted": c.counted,
+           "note": c.note, "not counted because": lossy,
+           "vs no effect": against_none(claim, low, high), "lossless": lossless,
+           "copied answer %": answer, "copied prompt %": prompt, "_configs": _configs(sides)}
+    row["configurations"] = "; ".join(f"{x['method']} {x['config']}" + ("" if x["settings"] == DEFAULT else
+                                      f" ({x['settings']})") for x in row["_configs"])
+    if claim.number == 4:
+        s = sides[0]
+        row.update({"tau": s.new_tokens.sum() / s.steps.sum(),
+                    "AR ms/token": 1e3 * s.ar_wall_s.sum() / s.new_tokens.sum(),
+                    "GOOSE ms/forward": 1e3 * s.wall_s.sum() / s.steps.sum(),
+                    "nodes/forward": (s.mean_width * (s.steps - 1)).sum() / max(1, (s.steps - 1).sum())})
+    return row
+
+
+def _tally(part: pd.DataFrame, column: str, kinds: tuple[str, ...]) -> str:
+    return " / ".join(str(int((part[column] == k).sum())) for k in kinds)
+
+
+def summary(card: pd.DataFrame) -> pd.DataFrame:
+    """Per claim (every one, read or not), reading and model, over the paper's five benchmarks: of its counted
+    comparisons, how many hold / are inconclusive / are contradicted (direction), and how many lie within / above /
+    below the paper's range or are inconclusive (size, where the paper gives one). A cell read on fewer than the
+    five says on how many; comparisons whose rows were not all lossless are counted apart; the clock, a GPU claim
+    read on a CPU, is reported as a reading, never as a verdict."""
+    card = card if "reading" in card else card.assign(reading=PROTOCOL)
+    models = sorted(card.model.unique())
+    rows = []
+    for claim in CLAIMS:
+        for reading in READINGS:
+            row = {"claim": f"{claim.number}. {claim.name}", "reading": reading, "paper": claim.paper}
+            for m in models:
+                part = card[(card.claim == claim.number) & (card.model == m) & (card.reading == reading)]
+                row[m], row[f"{m} size"] = _cell(claim, part, reading)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def glance(card: pd.DataFrame) -> pd.DataFrame:
+    """The summary at a glance (the README's): per claim and model, the counted comparisons that hold in each
+    reading (paper's protocol · loop-free window · chat template), and those within the paper's range on its
+    protocol; "-" where a reading has none (not run, or no window reading)."""
+    models = sorted(card.model.unique())
+    counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
+    rows = []
+    for claim in CLAIMS:
+        row = {"claim": f"{claim.number}. {claim.name}", "paper": claim.paper}
+        for m in models:
+            own = counted[(counted.claim == claim.number) & (counted.model == m)]
+            fractions = []
+            for reading in READINGS:
+                part = own[own.reading == reading]
+                cpu = part.verdict == CPU_READING
+                good = (cpu & part["vs no effect"].isin(["above", "at or above"])) | (part.verdict == HOLDS)
+                fractions.append(f"{int(good.sum())}/{len(part)}" if len(part) else "-")
+            proto = own[own.reading == PROTOCOL]
+            within = proto["size"].str.endswith(WITHIN) if "size" in proto else proto.claim.eq(-1)
+            row[f"{m}: holds"] = ("CPU, faster: " if claim.gpu else "") + " · ".join(fractions)
+            row[f"{m}: size within"] = f"{int(within.sum())}/{len(proto)}" if claim.size and len(proto) else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(claim: Claim, part: pd.DataFrame, reading: str) -> tuple[str, str]:
+    """One model's summary of one claim in one reading: (direction, size)."""
+    if reading == LOOP_FREE and claim.number in NO_WINDOW:
+        return "no window reading", ""
+    if "counted" in part:
+        part = part[part.counted.astype(bool)]
+    if part.empty:
+        return ("not run yet" if reading == CHAT else "not run"), ""
+    k = part.benchmark.nunique()
+    lossy = part[part.verdict == NOT_LOSSLESS]
+    part = part[part.verdict != NOT_LOSSLESS]
+    if claim.gpu and not part.verdict.isin([HOLDS, INCONCLUSIVE, CONTRADICTED]).any():  # timed on a CPU
+        faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
+        verdict = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
+        sized = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
+    else:
+        verdict = _tally(part, "verdict", (HOLDS, INCONCLUSIVE, CONTRADICTED))
+        sized = (_tally(part, "size", (WITHIN, ABOVE, BELOW, INCONCLUSIVE)) if claim.size and "size" in part
+                 else "no size in the paper")
+    if len(lossy):
+        verdict += f" (+{len(lossy)} not lossless, not counted)"
+    if k < len(PAPER_BENCHMARKS):
+        verdict += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
+    return verdict, sized

@@ -1,0 +1,245 @@
+"""The claims scorecard written out: claims.md (dated, saying what it ran on), claims.csv and claims.png, from
+the rows alone, so a rerun over the same rows writes the same bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
+from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, glance, scorecard, summary
+from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
+
+COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
+           NOT_LOSSLESS: "#8c8c8c"}
+SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
+
+
+def _number(v: float, unit: str) -> str:
+    if not np.isfinite(v):
+        return "-"
+    return f"{v:.2f}x" if unit == "x" else f"{v:+.1f}%"
+
+
+def _effect(r) -> str:
+    if np.isfinite(r.low):
+        return f"{_number(r.effect, r.unit)} [{_number(r.low, r.unit)}, {_number(r.high, r.unit)}]"
+    why = (f"n < {MIN_PROMPTS}" if r.n < MIN_PROMPTS
+           else "resamples without a value (a side drafted nothing on some prompts)")
+    return f"{_number(r.effect, r.unit)} (no interval: {why})"
+
+
+def _copied(r) -> str:
+    a, p = r["copied answer %"], r["copied prompt %"]
+    return "" if not np.isfinite(a) else f"{a:.0f} / {p:.0f}"
+
+
+def _ran_on(rows: pd.DataFrame) -> str:
+    days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
+    devices = ", ".join(sorted({f"{d} with {t} thread{'' if str(t) == '1' else 's'}" if str(t) else str(d)
+                                for d, t in zip(rows.device_name, rows.threads)}))
+    models = ", ".join(f"{m} ({fp[:8]})" for m, fp in sorted(set(zip(rows.model, rows.model_fingerprint))))
+    dtypes = ", ".join(sorted(set(rows.dtype.astype(str))))
+    return f"Measured: {when} on: {devices}; {dtypes}; models {models}"
+
+
+def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
+    rows = rows[rows.config_hash.isin(set(card.attrs["read"].config))]  # what the comparisons read, nothing else
+    lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
+    lines = [
+        "# Which of the paper's claims replicate", "",
+        f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
+        *headline(card), "",
+        f"Three readings of every claim, side by side: **{PROTOCOL}** (raw prompts at the paper's answer lengths, "
+        f"as the paper ran them); **{LOOP_FREE}** (the same rows, each answer cut where it starts repeating itself: "
+        "the first position whose next 32 tokens already occurred earlier in the answer, tau counted over the "
+        "forwards that produced the tokens before it; the small models loop on raw prompts, and a loop flatters "
+        "every copying drafter; claims 1 and 4 have no window reading, as drafted tokens per forward are not "
+        f"recorded); **{CHAT}** (the models' chat templates, chat_template=true: answers end instead of looping). "
+        f"Each claim is read per model x benchmark: our effect with its {CONFIDENCE:.0%} bootstrap interval over "
+        "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. A prompt "
+        "on which no side drafted anything (typically a one-token answer, the prefill's end of text: an instruct "
+        "model given a raw prompt may answer nothing) is left out of n and counted under 'nothing drafted' where "
+        "there are any. "
+        "Two verdicts per comparison. Direction: **holds**, the interval lies on the claim's side of the paper's "
+        "threshold; **contradicted**, on the other side; **inconclusive**, it straddles the threshold (or n < "
+        f"{MIN_PROMPTS}: no interval). Size, where the paper gives a range (its source is cited under each claim): "
+        "**within** (the whole interval inside the paper's range), **above** or **below** it (the whole interval "
+        "past one end), **inconclusive** (it overlaps the range and reaches past it). A comparison the paper gives "
+        "no number for, or one that repeats another's configurations, is shown with a note and not counted; the "
+        f"clock is a GPU claim and a CPU gives a **{CPU_READING}**, never a verdict; **{NOT_LOSSLESS}**: some of "
+        "its rows are not AR's tokens, so it is not counted. Each of the paper's five benchmarks is read "
+        "once (at the paper's answer length with raw prompts where such rows exist), each method in its default "
+        "configuration (the last section lists the configurations read and those left out). 'vs no effect' "
+        "says where the interval lies "
+        "against no difference (1x or 0%), whatever the paper's size. Copied (answer / prompt): % of the tokens "
+        "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
+        "(4-grams): small models loop on long answers, which flatters every copying method. tau = tokens per "
+        "target forward, the prefill included.", "",
+        "## At a glance", "",
+        "Per model, the counted comparisons over the five benchmarks that hold in each reading (paper's protocol "
+        "· loop-free window · chat template; for the clock, that are faster than AR on this CPU), and those "
+        "whose interval lies within the paper's range on its protocol; '-': nothing read.", "",
+        SUMMARY_START, glance(card).to_markdown(index=False), SUMMARY_END, "",
+        "## Summary by reading", "",
+        "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
+        "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
+        summary(card).to_markdown(index=False), "",
+    ]
+    for claim in CLAIMS:
+        part = card[card.claim == claim.number].sort_values("reading", key=lambda r: r.map(READINGS.index),
+                                                             kind="stable")
+        lines += [f"## {claim.number}. {claim.name.capitalize()}: {claim.says}", "",
+                  f"Paper: {claim.paper} ({claim.source}); direction threshold {_number(claim.threshold, claim.unit)} "
+                  f"({'above' if claim.above else 'below'}{', strictly' if claim.strict else ''})"
+                  + (f"; size range {_number(claim.size[0], claim.unit)} to {_number(claim.size[1], claim.unit)}"
+                     if claim.size else "; no size") + ".", ""]
+        if part.empty:
+            lines += ["No rows for this claim yet.", ""]
+            continue
+        t = pd.DataFrame({"reading": part.reading, "model": part.model, "benchmark": part.benchmark,
+                          "comparison": part.comparison,
+                          "n": part.n, f"ours [{CONFIDENCE:.0%} CI]": [_effect(r) for r in part.itertuples()],
+                          "verdict": part.verdict, "size": part["size"], "vs no effect": part["vs no effect"],
+                          "lossless": part.lossless})
+        if part.paper.ne(claim.paper).any():
+            t.insert(4, "paper", part.paper)
+        if part.note.ne("").any():
+            t["not counted: what it is"] = part.note
+        if part["nothing drafted"].any():
+            t["nothing drafted"] = part["nothing drafted"]
+        if claim.flattered:
+            t[f"copied {claim.flattered} (answer / prompt %)"] = [_copied(r) for _, r in part.iterrows()]
+        if claim.number == 4:
+            for c, f in (("tau", "{:.2f}"), ("nodes/forward", "{:.1f}"), ("AR ms/token", "{:.1f}"),
+                         ("GOOSE ms/forward", "{:.1f}")):
+                t[c] = [f.format(v) for v in part[c]]
+            lines += ["On a CPU a forward over many draft nodes costs several times one token's (GOOSE ms/forward "
+                      "against AR ms/token at the nodes it verified): speedup ~ tau x AR ms/token / GOOSE "
+                      "ms/forward. On the paper's GPU the two are close, so its speedups track tau.", ""]
+        if part["read as"].ne("").any():
+            t["read as"] = part["read as"]
+        if part["not counted because"].ne("").any():
+            t["not counted because"] = part["not counted because"]
+        lines += [t.to_markdown(index=False), ""]
+    return "\n".join(lines + _configurations(card))
+
+
+def headline(card: pd.DataFrame) -> list[str]:
+    """Three sentences a reviewer could quote, from the card alone: how often each claim holds in each reading
+    read, how the sizes compare with the paper's, and what only a GPU can settle."""
+    read = [r for r in READINGS if (card.reading == r).any()]
+    counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
+    per_claim = []
+    for claim in (c for c in CLAIMS if not c.gpu):
+        parts = []
+        for r in read:
+            part = counted[(counted.claim == claim.number) & (counted.reading == r)]
+            if not part.empty:
+                parts.append(f"{int((part.verdict == HOLDS).sum())} of {len(part)} {_SHORT[r]}")
+        if parts:
+            per_claim.append(f"claim {claim.number} ({claim.name}) {', '.join(parts)}")
+    against = int((counted.verdict == CONTRADICTED).sum())
+    sized = counted[(counted.reading == PROTOCOL) & counted["size"].isin(["within", "above", "below", "inconclusive"])]
+    count = sized["size"].value_counts()
+    missing = [r for r in READINGS if r not in read]
+    return [
+        "**On these stand-ins** (two small model families on a CPU), the counted comparisons that hold in direction: "
+        f"{'; '.join(per_claim)} ({against} contradicted in all; the rest inconclusive). "
+        f"**In size**, {int(count.get('within', 0))} of {len(sized)} comparisons with a cited range lie within "
+        f"the paper's on its protocol ({int(count.get('above', 0))} above it, {int(count.get('below', 0))} below, "
+        f"{int(count.get('inconclusive', 0))} inconclusive): the direction replicates far more often than the size. "
+        "**Only a GPU run of the paper's models** can settle the clock (claim 4: 1.9-4.3x on a GPU; a CPU gives a "
+        "reading) and whether the sizes hold at 7B-33B"
+        + (f"; not read yet here: the {' and '.join(missing)} reading." if missing else ".")]
+
+
+_SHORT = {PROTOCOL: "on the protocol", LOOP_FREE: "loop-free", CHAT: "with the chat template"}
+
+
+def _configurations(card: pd.DataFrame) -> list[str]:
+    """The page's last section: every configuration a comparison read (hash, and what it sets otherwise than its
+    method's default), then those left out and why."""
+    read = card.attrs["read"].assign(config=lambda t: [c if s == "default" else f"{c} ({s})"
+                                                       for c, s in zip(t.config, t.settings)])
+    read = read.pivot_table(index=["model", "method", "budget"], columns="benchmark", values="config",
+                            aggfunc=", ".join, fill_value="").reset_index()
+    lines = ["## Configurations", "",
+             "Each side of a comparison is its method's default configuration (conf/method/<name>.yaml over its "
+             "Config), at the claims' budget; where several ran with the default settings (timed or not: the same "
+             "drafts) the one with the most prompts. The config hash read, per benchmark (with any setting "
+             "that differs from the default):", "", read.to_markdown(index=False), ""]
+    skipped = card.attrs.get("not read", pd.DataFrame())
+    if not skipped.empty:
+        lines += ["Not read:", "", skipped.to_markdown(index=False), ""]
+    return lines
+
+
+def figure(card: pd.DataFrame):
+    """Every comparison (rows) in every model x benchmark (columns), coloured by verdict, with its effect."""
+    card = card.assign(row=[f"{c}. {n}: {x}" for c, n, x in zip(card.claim, card.name, card.comparison)],
+                       col=[f"{m}\n{b}" for m, b in zip(card.model, card.benchmark)])
+    rows = list(dict.fromkeys(card.sort_values(["claim"], kind="stable").row))
+    cols = sorted(set(card.col))
+    fig, ax = plt.subplots(figsize=(max(7.0, 3.2 + 1.25 * len(cols)), 1.4 + 0.34 * len(rows)))
+    for r in card.itertuples():
+        y, x = rows.index(r.row), cols.index(r.col)
+        ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, color=COLOURS[r.verdict]))
+        ax.text(x, y, _number(r.effect, r.unit), ha="center", va="center", fontsize=7)
+    ax.set_xlim(-0.5, len(cols) - 0.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xticks(range(len(cols)), cols, fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.xaxis.tick_top()
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
+    ax.legend(handles, list(COLOURS), loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=7)
+    ax.set_title("Which of the paper's claims replicate\n(our effect; colour: verdict against the paper's threshold)",
+                 fontsize=9, pad=30)
+    return fig
+
+
+def write(df: pd.DataFrame, out: Path, name: str = "claims") -> list[Path]:
+    card = scorecard(df)
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv, png = out / f"{name}.md", out / f"{name}.csv", out / f"{name}.png"
+    md.write_text(markdown(card, df))
+    card.round(6).to_csv(csv, index=False)
+    fig = figure(card)
+    fig.tight_layout()
+    fig.savefig(png, dpi=130, metadata={"Software": None})
+    plt.close(fig)
+    return [md, csv, png]
+
+
+def summary_block(text: str) -> str:
+    """The summary table of a written claims.md (what the README's table must agree with)."""
+    return text.split(SUMMARY_START, 1)[1].split(SUMMARY_END, 1)[0].strip()
+
+
+def check_readme(readme: Path) -> str:
+    """The text of a file the claims summary can go into, or one line saying why not (before anything is
+    written): it exists and holds the two markers once each, the start before the end."""
+    if not readme.is_file():
+        raise SystemExit(f"--readme {readme}: no such file; give the README that holds the {SUMMARY_START} ... "
+                         f"{SUMMARY_END} block (make reproduce-claims PROFILE=local: README.md)")
+    text = readme.read_text()
+    starts, ends = text.count(SUMMARY_START), text.count(SUMMARY_END)
+    if starts != 1 or ends != 1 or text.index(SUMMARY_START) > text.index(SUMMARY_END):
+        found = f"{starts} {SUMMARY_START} and {ends} {SUMMARY_END}"
+        order = ", in the wrong order" if starts == ends == 1 else ""
+        raise SystemExit(f"--readme {readme}: the claims summary goes between one {SUMMARY_START} line and one "
+                         f"{SUMMARY_END} line after it (found {found}{order}); fix the markers, nothing was written")
+    return text
+
+
+def sync_readme(readme: Path, claims_md: Path) -> bool:
+    """Put a written scorecard's summary into `readme` between the same markers; whether it changed."""
+    text, block = check_readme(readme), summary_block(claims_md.read_text())
+    head, rest = text.split(SUMMARY_START, 1)
+    new = f"{head}{SUMMARY_START}\n{block}\n{SUMMARY_END}{rest.split(SUMMARY_END, 1)[1]}"
+    if new != text:
+        readme.write_text(new)
+    return new != text

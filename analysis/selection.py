@@ -1,0 +1,164 @@
+"""Which rows a claim reads: the paper's five benchmarks, each under one label (the paper's protocol first), and
+each method's default configuration, never another one that happens to have more prompts.
+
+A benchmark's rows can carry several labels (analysis.load names runs apart by answer length, turns, chat
+template): they are one benchmark, read once. A method can have several configurations in one cell (a
+hyperparameter changed, another memory mode): the claims read the one its method config defines and list the
+others as not read. The defaults come from the method registry (conf/method/<name>.yaml over its Config), so
+this module names no method.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+from goose.analysis.paper import CLAIMS_BUDGET, PAPER_BENCHMARKS
+
+from goose.storage.metrics import FIXED
+
+DEFAULT = "default"
+
+
+def _text(v) -> str:
+    return "" if pd.isna(v) else str(v)
+
+
+def protocol(rows: pd.DataFrame, chat: bool = False) -> bool:
+    """Whether a benchmark label's rows follow the paper's protocol: its answer length, first turns only, and
+    raw prompts (`chat`: the same with the chat template, the chat reading's protocol)."""
+    r = rows.iloc[0]
+    paper = _text(r.get("benchmark.paper_max_new_tokens", ""))
+    length = _text(r.get("max_new_tokens", ""))
+    same_length = bool(paper) and bool(length) and float(paper) == float(length)
+    return same_length and bool(r.get("chat_template", False)) == chat and \
+        _text(r.get("benchmark.turns", "")) in ("", "1")
+
+
+def labels(bench: pd.DataFrame, chat: bool = False) -> list[tuple[str, pd.DataFrame, str]]:
+    """A benchmark's labels, with raw prompts (`chat`: with the chat template), in the order the claims try them,
+    each (label, its rows, why it comes there): the paper's protocol first, then the label with the most rows of
+    default configurations at the budgets the claims read (rows of other configurations are never read)."""
+    out = []
+    for label, cell in bench[bench.chat_template.astype(bool) == chat].groupby("benchmark", sort=True):
+        paper = protocol(cell, chat)
+        usable = _default_rows(cell)
+        if paper:
+            why = "the paper's protocol (its answer length, raw prompts)"
+        else:
+            r = cell.iloc[0]
+            why = (f"not the paper's protocol ({_text(r.get('max_new_tokens', ''))} new tokens, the paper's "
+                   f"{_text(r.get('benchmark.paper_max_new_tokens', '')) or 'unknown'}): of the labels read, the one "
+                   f"with the most rows of default configurations ({usable})")
+        out.append((label, cell, why, (not paper, -usable, label)))
+    return [(label, cell, why) for label, cell, why, _ in sorted(out, key=lambda t: t[3])]
+
+
+def _default_rows(cell: pd.DataFrame) -> int:
+    """Rows of a label that the claims could read: default configurations at the claims' budgets."""
+    g = cell[cell.budget.isin([CLAIMS_BUDGET, FIXED, "auto"])]
+    if g.empty:
+        return 0
+    configs = configurations(g)
+    default = set(configs.config_hash[configs.settings.isin([DEFAULT, None])])
+    return int(g.config_hash.isin(default).sum())
+
+
+def paper_benchmarks(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the paper's five benchmarks; one line saying which other benchmarks are left out."""
+    other = sorted(set(df.benchmark_name) - set(PAPER_BENCHMARKS))
+    if other:
+        print(f"[analysis] claims: left out {', '.join(other)}: not one of the paper's five benchmarks "
+              f"({', '.join(PAPER_BENCHMARKS)})")
+    return df[df.benchmark_name.isin(PAPER_BENCHMARKS)]
+
+
+# --- each method's default configuration ---------------------------------------------------------------------
+@cache
+def method_defaults(method: str) -> dict[str, str] | None:
+    """`method.drafter.<field>` -> its default as a row writes it, for every field but the budget and memory
+    (the cell's own columns) and the data files (a REST datastore: per model, known by data_fingerprint); None
+    where the registry does not know the method."""
+    from goose.drafting.contract import BUDGET, DATA, MEMORY, role_fields
+    from goose.errors import GooseError
+    from goose.running.registry import load_method
+    from goose.storage.row_schema import flat
+
+    try:
+        spec, _ = load_method(method)
+    except GooseError:
+        return None
+    skip = {f for role in (BUDGET, MEMORY, DATA) for f in role_fields(spec.config, role)}
+    values = {k: v for k, v in spec.values().items() if k not in skip}
+    return {"method.drafter._target_": spec.target, **{k: str(v) for k, v in flat("method.drafter", values).items()}}
+
+
+def identical(a: str, b: str) -> bool:
+    """Whether two method names are one configuration (the same drafter class with the same settings: GOOSE's
+    no-context-spine ablation is its branches-only source), so that it is measured and counted once."""
+    da, db = method_defaults(a), method_defaults(b)
+    return da is not None and da == db
+
+
+def differences(row: pd.Series) -> str | None:
+    """What a configuration (one of its rows) sets otherwise than its method's default: "default", the settings
+    that differ ("k=v (default d), ..."), or None where the method's default is unknown. A setting a row does not
+    record (written before the field existed) is not counted as a difference."""
+    defaults = method_defaults(str(row.method))
+    if defaults is None:
+        return None
+    diff = [f"{k.removeprefix('method.drafter.')}={_text(row[k])} (default {d})" for k, d in defaults.items()
+            if _text(row.get(k, "")) not in ("", d)]
+    own, paper = _text(row.get("memory", "")), _text(row.get("memory_default", ""))
+    if own and paper and own != paper:
+        diff.append(f"memory={own} (default {paper})")
+    return ", ".join(diff) or DEFAULT
+
+
+def configurations(g: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration in `g`: its hash, prompts, and what it sets otherwise than the default."""
+    first = g.drop_duplicates("config_hash")
+    return pd.DataFrame({"config_hash": first.config_hash.values,
+                         "prompts": [int(g[g.config_hash == h].prompt_id.nunique()) for h in first.config_hash],
+                         "settings": [differences(r) for _, r in first.iterrows()]})
+
+
+def pick(cell: pd.DataFrame, method: str, budget: str = CLAIMS_BUDGET) -> pd.DataFrame:
+    """The rows of `method`'s default configuration at `budget` (or `fixed`, for a method no budget changes);
+    where several default configurations ran (timed or not: the same drafts), the one with the most prompts.
+    Empty where only other configurations ran. A method the registry does not know is read where it ran one
+    configuration, and refused in one line where it ran several (which is its default cannot be told)."""
+    g = cell[(cell.method == method) & cell.budget.isin([budget, FIXED])]
+    if g.empty:
+        return g
+    configs = configurations(g)
+    if configs.settings.isna().any():
+        if len(configs) > 1:
+            raise SystemExit(f"claims: {method} ran {len(configs)} configurations on {cell.benchmark.iloc[0]} "
+                             f"({', '.join(configs.config_hash)}) and the method registry does not know its default: "
+                             "point --results at a folder holding one of them")
+        return g
+    default = configs[configs.settings == DEFAULT]
+    if default.empty:
+        return g.iloc[0:0]
+    best = default.sort_values(["prompts", "config_hash"], ascending=[False, True]).config_hash.iloc[0]
+    return g[g.config_hash == best]
+
+
+def not_read(cell: pd.DataFrame, read: set[str]) -> pd.DataFrame:
+    """The configurations in a cell (one benchmark label), at the budgets the claims read, that no comparison
+    read, and why."""
+    out = []
+    for (method, budget), h in cell[cell.budget.isin([CLAIMS_BUDGET, FIXED, "auto"])].groupby(["method", "budget"]):
+        here = h.config_hash.isin(read).any()
+        if budget == "auto" and not here:
+            continue  # no claim reads this method at budget=auto under this label
+        for c in configurations(h[~h.config_hash.isin(read)]).itertuples():
+            why = (f"not the method's default: {c.settings}" if c.settings not in (DEFAULT, None)
+                   else "its method's default is unknown" if c.settings is None
+                   else "another configuration with the default settings has more prompts" if here
+                   else "the comparisons read another label of this benchmark (the paper's protocol first, else the "
+                        "one with the most rows of default configurations)")
+            out.append({"model": cell.model.iloc[0], "benchmark": cell.benchmark.iloc[0], "method": method,
+                        "budget": budget, "config": c.config_hash, "prompts": c.prompts, "why not read": why})
+    return pd.DataFrame(out)
