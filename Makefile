@@ -125,7 +125,7 @@ lint:
 # Re-key results folders written before row schema 5 (the drafter's import path was in the config hash): the same
 # configuration then resumes them. Safe to rerun; says what it changed (docs/trust.md).
 migrate:
-	$(PYTHON) -m goose.storage.migrate $(RESULTS)
+	$(PYTHON) -m goose.migration.migrate $(RESULTS)
 
 # Every benchmark file from its published source into ~/.cache/goose/data (needs network once).
 data:

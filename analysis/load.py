@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from goose.running.spec import splitting
+from goose.running.spec import setting_kinds, splitting
 from goose.storage.result_files import ResultsFile
 from goose.storage.row_schema import COLUMNS, SECTIONS, kind_of, upgrade
 
@@ -35,9 +35,10 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     out = {}
     missing = [c.name for c in COLUMNS if c.name not in df]
     df = pd.concat([df, pd.DataFrame("", index=df.index, columns=missing)], axis=1)  # at once: never fragmented
+    settings = setting_kinds()
     for c in df.columns:
         col = df[c].fillna("").astype(str)
-        kind = kind_of(c)
+        kind = kind_of(c, settings)
         if kind is None and not c.startswith(tuple(f"{s}." for s in SECTIONS)) and not c.startswith("_"):
             kind = "float" if _numeric(col) else "text"  # a drafter's counter: numbers, or text such as accept_by_depth
         if kind in ("int", "float"):

@@ -54,7 +54,7 @@ def spec_of(*overrides):
 
 def hash_of(*overrides, model_fp="m", prompts_fp="p", data_fp=""):
     """The config hash of these overrides, with made-up fingerprints (what the config points at)."""
-    from goose.models.loading import ModelIdentity
+    from goose.core.identity import ModelIdentity
     from goose.storage.run_folder import config_hash
 
     return config_hash(spec_of(*overrides), ModelIdentity("m", model_fp, "", "hf", ""), prompts_fp, data_fp)

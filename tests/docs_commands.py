@@ -20,7 +20,7 @@ ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")  # VAR=value words before a c
 NOTEBOOK_ENV = {"GOOSE_RESULTS", "GOOSE_ARTIFACTS"}  # what analysis/figures.ipynb reads
 EXECUTE_FLAGS = {"--output", "--inplace", "--allow-errors", "--timeout", "--startup_timeout", "--kernel_name"}
 SCRIPTS = {"goose-reproduce": "goose.analysis.reproduce", "goose-bench": "goose.measurement.bench",
-           "goose-migrate": "goose.storage.migrate"}
+           "goose-migrate": "goose.migration.migrate"}
 
 
 def commands() -> list[tuple[str, str]]:

@@ -126,8 +126,8 @@ def test_engine_measures_one_cost_per_width_with_the_widths_taking_turns(tiny, m
 def test_cost_curve_is_measured_once_and_keyed_by_model_content_and_cpu(tmp_path, monkeypatch):
     import torch
 
+    from goose.core.identity import ModelIdentity
     from goose.drafting.budget import cost_curve
-    from goose.models.loading import ModelIdentity
 
     class Engine:
         backend = "eager"
@@ -250,8 +250,8 @@ def test_a_curve_cached_under_the_old_name_is_read_not_measured_again(tmp_path, 
     """Files of the old name began with the model's label: the curve they hold is taken over, not measured."""
     import torch
 
+    from goose.core.identity import ModelIdentity
     from goose.drafting.budget import CostCurve, cost_curve, profile_key
-    from goose.models.loading import ModelIdentity
 
     class Engine:
         backend = "eager"
@@ -274,8 +274,8 @@ def test_a_short_context_model_gets_a_curve_that_fits_it(tmp_path, monkeypatch):
     half its context to the prefix, after the prefix that fits."""
     import torch
 
+    from goose.core.identity import ModelIdentity
     from goose.drafting.budget import cost_curve
-    from goose.models.loading import ModelIdentity
 
     class Engine:
         backend = "eager"

@@ -240,8 +240,8 @@ def test_a_sweep_with_a_users_refused_value_stops_before_its_first_job(picky, tm
 
 def test_a_users_loader_refusing_a_setting_is_one_line_naming_the_benchmark_and_the_setting():
     from goose.benchmarks.prompts import load_benchmark
+    from goose.core.sections import BenchmarkSpec
     from goose.errors import GooseError
-    from goose.running.sections import BenchmarkSpec
 
     def load(spec, data):
         if spec.turns not in (None, 1):

@@ -34,7 +34,7 @@ def test_equality_report_compares_every_question_and_shows_the_divergence(tiny_f
     lines[0]["tokens"][5] += 1  # p0 differs at token 5
     lines[1]["tokens"] = lines[1]["tokens"][:9]  # p1 stops early: A goes on
     lines[1]["pieces"] = lines[1]["pieces"][:9]
-    from goose.storage.fingerprints import digest
+    from goose.core.fingerprints import digest
 
     for x in lines:  # as another run would have written them
         x["check"] = digest({k: v for k, v in x.items() if k != "check"}, 12)

@@ -120,3 +120,71 @@ def test_no_import_circle():
     graph = module_imports()
     assert len(graph) > 80 and graph["goose.running.runner"]  # it read the package
     assert circles(graph) == [], "modules that import each other when they load: make one import the other later"
+
+
+# Each room's floor: a module imports only its own room and rooms on lower floors (function bodies included).
+# `goose` itself (the package's __init__, the lazy `goose.load`/`goose.generate` facade) is the top floor.
+FLOORS = (
+    ("goose.errors", "goose.paths", "goose.core"),
+    ("goose.engine",),
+    ("goose.drafting",),
+    ("goose.storage",),
+    ("goose.models", "goose.benchmarks"),
+    ("goose.methods", "goose.baselines"),
+    ("goose.running",),
+    ("goose.migration", "goose.analysis"),
+    ("goose.measurement", "goose.experiments"),
+    ("goose.api", "goose.preflight", "goose.help"),
+    ("goose.demo",),
+    ("goose.cli",),
+    ("goose",),
+)
+
+
+def floor_of(module: str) -> int:
+    rooms = {room: i for i, floor in enumerate(FLOORS) for room in floor}
+    parts = module.split(".")
+    return next(rooms[".".join(parts[:n])] for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in rooms)
+
+
+def every_import(path: Path, name: str) -> list[tuple[str, int]]:
+    """Every goose module a file names in an import statement anywhere (function bodies, TYPE_CHECKING blocks)."""
+    import ast
+    import importlib.util
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            out += [(base, node.lineno)]
+    return [(t, line) for t, line in out if t == "goose" or t.startswith("goose.")]
+
+
+def upward_imports() -> list[str]:
+    found = []
+    for name, path in modules().items():
+        own = floor_of(name)
+        found += [f"{name}:{line} imports {target}" for target, line in every_import(path, name)
+                  if floor_of(target) > own]
+    return sorted(found)
+
+
+def test_every_module_has_a_floor():
+    assert all(floor_of(name) is not None for name in modules())
+
+
+def test_imports_point_down():
+    assert floor_of("goose.running.spec") > floor_of("goose.storage.row_schema")  # the check reads the floors
+    assert upward_imports() == [], "imports of a higher floor (docs/map.md, core/): move the shared thing down"
+
+
+def test_an_install_ships_every_room():
+    """pyproject.toml lists every subpackage (setuptools installs only those it names)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {name for name, path in modules().items() if path.name == "__init__.py"}
+    assert packages <= listed, sorted(packages - listed)

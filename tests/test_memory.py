@@ -162,8 +162,8 @@ def test_each_dtype_is_its_own_conversion(tmp_path, monkeypatch):
 def test_a_float32_conversion_made_before_the_dtype_key_is_reused(tmp_path, monkeypatch):
     """A float32 conversion cached as <stem>-<sha> (before the key named the dtype) holds the same tensors: it
     is used as it is, not converted again; other dtypes are converted."""
+    from goose.core.fingerprints import file_sha256
     from goose.models.conversion import converted_gguf
-    from goose.storage.fingerprints import file_sha256
 
     made = fake_conversions(monkeypatch, tmp_path / "cache")
     g = tmp_path / "m.gguf"

@@ -1,6 +1,6 @@
 """Identity before moves (#47): a method's config hash is its registered name and its Config's values, never its
-drafter class's module path; `python -m goose.storage.migrate` re-keys folders written under the old hash (row schema 4)
-so they resume, refusing what it cannot verify or would merge, and never leaving a half-migrated folder."""
+drafter class's module path; `python -m goose.migration.migrate` re-keys folders written under the old hash (row
+schema 4) so they resume, refusing what it cannot verify or would merge, and never leaving a half-migrated folder."""
 
 import json
 import shutil
@@ -77,7 +77,7 @@ def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, na
     `batch`, the prompts the run was asked for), summaries. Returns (folder, spec)."""
     from omegaconf import OmegaConf
 
-    from goose.models.loading import ModelIdentity
+    from goose.core.identity import ModelIdentity
     from goose.storage.result_files import OutputsFile, ResultsFile
     from goose.storage.row_schema import flat
     from goose.storage.run_folder import RunIdentity, default_run_dir, legacy_config_hash, write_config
@@ -106,14 +106,14 @@ def old_folder(root: Path, *overrides, target: str | None = None, n: int = 2, na
 
 
 def new_key(spec) -> str:
-    from goose.models.loading import ModelIdentity
+    from goose.core.identity import ModelIdentity
     from goose.storage.run_folder import config_hash
 
     return config_hash(spec, ModelIdentity("m", MFP, "", "hf", ""), PFP, "")
 
 
 def migrate(capsys, *paths, code=0):
-    from goose.storage.migrate import main
+    from goose.migration.migrate import main
 
     rc = main([str(p) for p in paths])
     out = capsys.readouterr().out
@@ -282,8 +282,8 @@ class Killed(BaseException):
 
 @pytest.mark.parametrize("at", ["building", "after the new folder is in place", "removing the old folder"])
 def test_an_interrupted_migration_leaves_whole_folders_and_a_rerun_finishes_it(tmp_path, capsys, monkeypatch, at):
-    import goose.storage.migrate as m
-    import goose.storage.rekey as rekey
+    import goose.migration.migrate as m
+    import goose.migration.rekey as rekey
 
     old, spec = old_folder(tmp_path, "method=goose")
     new = old.with_name(spec.folder_name(new_key(spec)))
@@ -351,7 +351,7 @@ def test_the_runner_names_the_migrator_for_a_pinned_folder_of_schema_4_rows(tmp_
     from goose.errors import GooseError
     from goose.storage.run_folder import check_one_configuration
 
-    with pytest.raises(GooseError, match="python -m goose.storage.migrate"):
+    with pytest.raises(GooseError, match="python -m goose.migration.migrate"):
         check_one_configuration([{"config_hash": "aaaaaaaaaaaa", "row_schema": "4"}], tmp_path, "bbbbbbbbbbbb")
 
 
@@ -362,6 +362,7 @@ def test_a_folder_written_before_the_change_resumes_with_nothing_to_go(tiny_fold
                                                                        run_goose, monkeypatch, capsys, extra):
     """The acceptance test of #47: the run writes its folder as the code before the change did (schema 4: the
     drafter's import path in the hash), the migrator re-keys it, and the same command then decodes nothing."""
+    import goose.running.rows
     import goose.running.runner
     import goose.storage.row_schema
     import goose.storage.run_folder
@@ -374,6 +375,7 @@ def test_a_folder_written_before_the_change_resumes_with_nothing_to_go(tiny_fold
                          legacy_config_hash(spec, model.fingerprint, pfp, dfp, batch,
                                                             target=spec.method.target))
         old_code.setattr(goose.storage.row_schema, "ROW_SCHEMA", 4)
+        old_code.setattr(goose.running.rows, "ROW_SCHEMA", 4)
         old_code.setattr(goose.storage.run_folder, "ROW_SCHEMA", 4)
         summary, _ = run_goose(*args)
     old = Path(summary["run_dir"])
@@ -410,7 +412,7 @@ def test_a_dry_run_writes_nothing_not_even_a_lock(tmp_path, capsys):
     old, _ = old_folder(tmp_path, "method=pld")
     old_folder(tmp_path, "method=goose")
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
-    from goose.storage.migrate import main
+    from goose.migration.migrate import main
 
     assert main(["--dry-run", str(tmp_path)]) == 0
     assert "would re-key 2 folder(s)" in capsys.readouterr().out

@@ -79,7 +79,7 @@ def test_each_trial_and_each_turns_setting_is_its_own_configuration():
 
 
 def test_each_trial_times_ar_under_its_own_reference_key():
-    from goose.models.loading import ModelIdentity
+    from goose.core.identity import ModelIdentity
     from goose.running.timing import reference_key
     from goose.storage.run_folder import RunIdentity
 

@@ -40,7 +40,7 @@ def unmount(where: Path) -> None:
 # --- content identity ------------------------------------------------------------------------------
 def test_a_byte_changed_anywhere_in_a_large_file_changes_its_fingerprint(tmp_path, monkeypatch):
     """The old fingerprint read the first and last MiB and 16 blocks of 64 KiB: a change between them kept it."""
-    from goose.storage import fingerprints
+    from goose.core import fingerprints
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     big = tmp_path / "weights.bin"
@@ -62,7 +62,7 @@ def bytes_read() -> int:
 def test_the_hash_is_cached_per_file_version_and_an_edit_with_restored_mtime_is_seen(tmp_path, monkeypatch):
     """The first fingerprint reads every byte; the second reads none of the file (a stat and the small cache entry);
     an edit in place with the size and modification time put back is seen (the change time moved) and hashed."""
-    from goose.storage import fingerprints
+    from goose.core import fingerprints
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     size = 4 << 20

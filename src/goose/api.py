@@ -20,16 +20,17 @@ from pathlib import Path
 
 import torch
 
+from goose.core.identity import ModelIdentity
+from goose.core.sections import ModelSpec
 from goose.drafting.budget import Budget, CostCurve, cost_curve
 from goose.drafting.contract import Drafter
 from goose.engine.sampling import Sampling
 from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.models.loading import ModelIdentity, identify_model, load_model, model_config, model_config_names, stop_ids
+from goose.models.loading import identify_model, load_model, model_config, model_config_names, stop_ids
 from goose.running.inputs import check_budget
 from goose.running.loop import BONUS
 from goose.running.loop import generate as decode
-from goose.running.sections import ModelSpec
 from goose.storage.result_files import token_pieces
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")

@@ -82,7 +82,7 @@ def launcher_names(folders: list[str] = ()) -> list[str]:
 
 def launcher_name_refused(argv: list[str]) -> str | None:
     """hydra/launcher=NAME naming no launcher, said in one line with the launchers there are."""
-    from goose.running.sections import close_match
+    from goose.core.sections import close_match
 
     name = _launcher(argv)
     folders = _searchpath_folders(argv)
@@ -121,7 +121,7 @@ def launcher_options_refused(argv: list[str]) -> str | None:
     checks the docs' commands): goose.cli.main() asks both."""
     from hydra.errors import HydraException
 
-    from goose.running.sections import close_match
+    from goose.core.sections import close_match
 
     for arg in argv:
         if arg.lstrip("+~").startswith("hydra.launcher="):
@@ -319,8 +319,8 @@ def unknown_choice(argv: list[str]) -> str | None:
     """Every `model=`, `method=`, `benchmark=` or `+experiment=` (each of a multirun's comma-separated values) that
     names no YAML in conf/<group>/ nor in a folder given by hydra.searchpath, all said in one line (not one per
     attempt) with each close match, before Hydra prints its config search path."""
+    from goose.core.sections import close_match
     from goose.paths import config_names
-    from goose.running.sections import close_match
 
     if (folders := _searchpath_folders(argv)) is None:
         return None  # a pkg:// entry: Hydra alone can say what it holds

@@ -120,10 +120,10 @@ def benchmark_names() -> list[str]:
 
 
 def benchmark_config(name: str):
-    """A conf/benchmark config by name, typed (goose.running.sections.BenchmarkSpec), for scripts outside Hydra."""
+    """A conf/benchmark config by name, typed (goose.core.sections.BenchmarkSpec), for scripts outside Hydra."""
     from omegaconf import OmegaConf
 
-    from goose.running.sections import BenchmarkSpec, section
+    from goose.core.sections import BenchmarkSpec, section
 
     if name not in benchmark_names():
         raise GooseError(f"unknown benchmark '{name}'; available: {', '.join(benchmark_names())}.")
@@ -172,7 +172,7 @@ def loader_refusal(spec, error: ValueError) -> GooseError:
     failing check reads (`spec.path`, ...) and where to set it."""
     import dataclasses
 
-    from goose.running.sections import fields_named, refusal_reason
+    from goose.core.sections import fields_named, refusal_reason
 
     settable = [f.name for f in dataclasses.fields(spec) if f.name not in ("name", "loader")]
     named = fields_named(error, settable, lambda v: v is spec)

@@ -28,8 +28,8 @@ from goose.engine.backends import device_name
 from goose.errors import GooseError
 
 if TYPE_CHECKING:
+    from goose.core.identity import ModelIdentity
     from goose.engine.single import Engine
-    from goose.models.loading import ModelIdentity
 
 DEFAULT_WIDTHS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 # Under budget=auto a drafter builds its tree at this budget, then prunes it. Wider than any fixed budget pays

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import torch
 
+from goose.core.fingerprints import file_sha256
 from goose.errors import GooseError
 from goose.paths import cache_root
-from goose.storage.fingerprints import file_sha256
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

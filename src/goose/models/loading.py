@@ -22,16 +22,16 @@ import os
 import re
 import socket
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
 
+from goose.core.fingerprints import digest, file_fingerprint, folder_fingerprint
+from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
 from goose.models.conversion import DTYPES, assembled_gguf, converted_gguf
 from goose.paths import CONF, config_names
-from goose.storage.fingerprints import digest, file_fingerprint, folder_fingerprint
 
 
 def resolve_device(device: str) -> torch.device:
@@ -121,22 +121,6 @@ def _is_gguf(path: Path) -> bool:
         return f.read(4) == b"GGUF"
 
 
-@dataclass(frozen=True)
-class ModelIdentity:
-    """What a model config points at, found without loading weights.
-
-    label: a readable name for tables and folders (the config's name; for model=hf/gguf the
-    folder name or GGUF file stem); fingerprint: its content (hub repo + commit, or the
-    files' fingerprints); where: what to load (a folder, a GGUF file, or a hub repo id)."""
-
-    label: str
-    fingerprint: str
-    description: str
-    kind: str  # gguf | hf | hub
-    where: str
-    revision: str | None = None
-
-
 def identify_model(cfg) -> ModelIdentity:
     """Locate a model config's weights and fingerprint them; every fault is a clear GooseError."""
     source = cfg.source
@@ -197,7 +181,7 @@ def model_config(name: str, path: str | None = None):
 
     from omegaconf import OmegaConf
 
-    from goose.running.sections import ModelSpec, section
+    from goose.core.sections import ModelSpec, section
 
     names = model_config_names()
     if name not in names:

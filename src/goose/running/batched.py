@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from goose.benchmarks.prompts import Prompt
+from goose.core.fingerprints import digest
 from goose.drafting.contract import Drafter
 from goose.drafting.cost_surface import cost_surface
 from goose.engine.batched import BatchEngine
@@ -23,7 +24,6 @@ from goose.running.loop import generate
 from goose.running.registry import prepare_drafter
 from goose.running.spec import RunSpec
 from goose.running.timing import BatchTimer, reference_entry, reference_key
-from goose.storage.fingerprints import digest
 from goose.storage.result_files import OutputsFile, ResultsFile
 from goose.storage.run_folder import RunIdentity
 

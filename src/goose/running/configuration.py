@@ -13,19 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from goose.benchmarks.prompts import Prompt
+from goose.core.fingerprints import digest
+from goose.core.identity import ModelIdentity
 from goose.drafting.budget import cost_curve
 from goose.drafting.contract import Drafter
 from goose.engine.backends import apply_backend
 from goose.engine.single import Engine
-from goose.models.loading import ModelIdentity, load_model, load_tokenizer, stop_ids
+from goose.models.loading import load_model, load_tokenizer, stop_ids
 from goose.running.inputs import Turn, build_input, check_budget, check_chat_template, token_room, turns_of
 from goose.running.loop import generate
 from goose.running.registry import prepare_drafter
+from goose.running.rows import make_row
 from goose.running.spec import RunSpec
 from goose.running.timing import Measured, Timer, hf_reference, reference_key
-from goose.storage.fingerprints import digest
 from goose.storage.result_files import OutputsFile, ReferenceStore, ResultsFile, TimingStore, token_pieces
-from goose.storage.row_schema import make_row
 from goose.storage.run_folder import RunIdentity
 from goose.storage.run_records import environment, write_trace
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from goose.benchmarks.prompts import Prompt, load_benchmark, read_text_file
+from goose.core.fingerprints import prompt_fingerprint
 from goose.errors import GooseError
-from goose.storage.fingerprints import prompt_fingerprint
 
 
 def select(prompts: list[Prompt], n: int | None, stratified: bool = False, spread: bool = False) -> list[Prompt]:

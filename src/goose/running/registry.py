@@ -11,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from goose.core.sections import MethodSpec, check_keys, fields_named, refusal_reason
 from goose.drafting.budget import Budget
 from goose.drafting.contract import (
     BUDGET,
@@ -25,7 +26,6 @@ from goose.drafting.contract import (
 )
 from goose.errors import GooseError, MissingLibrary
 from goose.paths import CONF, config_names, register_experiments
-from goose.running.sections import MethodSpec, check_keys, fields_named, refusal_reason
 from goose.storage.metrics import FIXED
 
 
@@ -116,7 +116,7 @@ def resolve_method(method, budget: Budget, memory: str | None = None) -> MethodS
 
 def config_refusal(name: str, config: type, values: Mapping, error: Exception) -> GooseError:
     """One line for an exception a method's Config raised on its values: the method, the field(s) its message
-    names or its failing check reads (goose.running.sections.fields_named) with their values, and where to set
+    names or its failing check reads (goose.core.sections.fields_named) with their values, and where to set
     them; without a field, every value it was given."""
     named = fields_named(error, [f.name for f in dataclasses.fields(config)], lambda v: isinstance(v, config))
     if not named:

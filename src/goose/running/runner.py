@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from goose.core.fingerprints import prompts_fingerprint
+from goose.core.sections import section
 from goose.drafting.contract import NO_MEMORY, Drafter
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_tokenizer, stop_ids
@@ -25,11 +27,9 @@ from goose.running.inputs import (
 )
 from goose.running.loop import generate
 from goose.running.registry import make_drafter, prepare_drafter
-from goose.running.sections import section
 from goose.running.spec import DeviceError, RunSpec
 from goose.running.timing import conditions
 from goose.storage.code_identity import check_code, code_fingerprint
-from goose.storage.fingerprints import prompts_fingerprint
 from goose.storage.metrics import summarize
 from goose.storage.result_files import OutputsFile, ResultsFile, RunLock
 from goose.storage.run_folder import (
@@ -67,7 +67,7 @@ def checked_spec(cfg) -> RunSpec:
     try:
         return RunSpec.from_config(cfg)
     except DeviceError as e:
-        from goose.running.sections import ModelSpec
+        from goose.core.sections import ModelSpec
 
         try:
             from omegaconf import OmegaConf

@@ -19,10 +19,7 @@ from typing import Any
 
 import torch
 
-from goose.drafting.budget import Budget
-from goose.engine.sampling import Sampling
-from goose.errors import GooseError
-from goose.running.sections import (
+from goose.core.sections import (
     BenchmarkSpec,
     MethodSpec,
     ModelSpec,
@@ -32,6 +29,9 @@ from goose.running.sections import (
     section,
     wandb_section,
 )
+from goose.drafting.budget import Budget
+from goose.engine.sampling import Sampling
+from goose.errors import GooseError
 
 SETTING = "goose_setting"
 
@@ -317,6 +317,11 @@ def _settings(spec_class: type | None = None) -> tuple[Setting, ...]:
 
 
 SETTINGS: tuple[Setting, ...] = _settings()
+
+
+def setting_kinds() -> dict[str, str]:
+    """The kind of each setting that is a row column: what goose.storage.row_schema.kind_of reads them as."""
+    return {s.key: s.kind for s in SETTINGS if s.row}
 
 
 GROUPS = ("model", "method", "benchmark", "logging", "experiment", "hydra")

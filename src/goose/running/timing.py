@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
+from goose.core.fingerprints import digest
 from goose.drafting.contract import Drafter
 from goose.engine.backends import device_name
 from goose.engine.batched import BatchEngine
 from goose.engine.sampling import Sampler, Sampling
 from goose.running.batch_loop import Request, Served, decode_batch
 from goose.running.loop import Generation, generate
-from goose.storage.fingerprints import digest
 from goose.storage.metrics import SAME_CONDITIONS
 from goose.storage.result_files import ReferenceStore, TimingStore
 

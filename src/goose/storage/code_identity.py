@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from goose import top_level_room
+from goose.core.fingerprints import digest
+from goose.core.rooms import top_level_room
 from goose.errors import GooseError
 from goose.paths import CONF
-from goose.storage.fingerprints import digest
 
 ROOMS = ("goose.methods", "goose.baselines", "goose.drafting", "goose.engine", "goose.running.loop",
          "goose.running.batch_loop")

@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from goose.core.fingerprints import digest
 from goose.errors import GooseError
 from goose.storage.durable import append_text, read_lines, repair_tail, writable_dir, write_error
-from goose.storage.fingerprints import digest
 
 
 def row_check(row: dict) -> str:

@@ -1,11 +1,11 @@
 """The result row: its declared, versioned schema, shared by the writer (one row per prompt) and every reader.
 
-A row holds, in this order: the columns declared in `COLUMNS` (measurements, identity, conditions),
-the run settings that are row columns (`goose.running.spec`, in declaration order), the drafter's counters
-(`Drafter.stats()`: numbers, or short text such as `accept_by_depth`), the model, method and benchmark
-sections flattened (`method.drafter.k`, ...), the schema version and a digest of the row's values
-(`row_check`, see goose.storage.result_files). Reading is text first, then types from this schema: an id such as
-`NA`, `null` or `007` stays the text it was written as.
+A row is built by goose.running.rows (`make_row`) and holds, in this order: the columns declared in `COLUMNS`
+(measurements, identity, conditions), the run settings that are row columns (`goose.running.spec`, in declaration
+order), the drafter's counters (`Drafter.stats()`: numbers, or short text such as `accept_by_depth`), the model,
+method and benchmark sections flattened (`method.drafter.k`, ...), the schema version and a digest of the row's
+values (`row_check`, see goose.storage.result_files). Reading is text first, then types from this schema: an id
+such as `NA`, `null` or `007` stays the text it was written as.
 
 Rows written before this schema (versions 1-3: no `row_schema` column; 4: a config hash that held the
 drafter's import path) are read through `upgrade`, the one place that knows what those rows lacked.
@@ -13,8 +13,6 @@ drafter's import path) are read through `upgrade`, the one place that knows what
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass
 
 ROW_SCHEMA = 5  # raised whenever a column's meaning changes; it enters every config hash
@@ -115,12 +113,6 @@ TAIL = (_c("row_schema", "int", "this schema's version"),
 KINDS = {c.name: c.kind for c in (*COLUMNS, *TAIL)}
 
 
-def setting_kinds() -> dict[str, str]:
-    from goose.running.spec import SETTINGS
-
-    return {s.key: s.kind for s in SETTINGS if s.row}
-
-
 def flat(prefix: str, node) -> dict:
     out = {}
     for k, v in node.items():
@@ -129,79 +121,6 @@ def flat(prefix: str, node) -> dict:
         key = f"{prefix}.{k}" if prefix else k
         out.update(flat(key, v) if isinstance(v, dict) else {key: v})
     return out
-
-
-def _round(v, digits: int):
-    return round(v, digits) if isinstance(v, float) and math.isfinite(v) else v
-
-
-def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int, cost_fp: str = "") -> dict:
-    """One turn's row (see the module docstring for its parts): `turn` is a goose.running.inputs.Turn, `m` the
-    running.timing.Measured of its generation, `room` its new-token limit, `cost_fp` what budget=auto pruned against."""
-    from goose.drafting.contract import memory_default
-    from goose.running.loop import BONUS
-    from goose.storage.equality import EXACT, classify
-    from goose.storage.metrics import copy_split, speedup_stale
-
-    gen, ar, ref = m.gen, m.ar_timing, m.reference or {}
-    verdict = classify(gen, ref, spec.torch_dtype)
-    div = None if verdict.kind == EXACT else verdict.index
-    cond = ident.conditions
-    measured = {
-        "model": ident.model.label,
-        "benchmark": spec.benchmark.name,
-        "method": spec.method.name,
-        "memory_default": memory_default(spec.method.config),
-        "prompt_id": turn.id,
-        "category": turn.category,
-        "prompt_fingerprint": turn.fingerprint,
-        "prompt_tokens": len(ids),
-        "new_tokens": len(gen.tokens),
-        "steps": gen.steps,
-        "tau": _round(gen.tau, 6),
-        "wall_s": _round(gen.wall_s, 6),
-        "wall_s_std": gen.wall_s_std,
-        "tokens_per_s": _round(gen.tokens_per_s, 4),
-        "ttft_s": _round(gen.ttft_s, 6),
-        "tpot_s": _round(gen.tpot_s, 6) if gen.tpot_s is not None else "",
-        "lossless": div is None,
-        "first_divergence": -1 if div is None else div,
-        **verdict.columns(),
-        "capped_at": room if room < spec.max_new_tokens else "",
-        "speedup": _round(ar["wall_s"] / gen.wall_s, 4) if ar and gen.wall_s > 0 else "",
-        "speedup_source": m.source,
-        "speedup_stale": "",
-        "ar_wall_s": _round(ar["wall_s"], 6) if ar else "",
-        "ar_tokens_per_s": _round(ar["tokens_per_s"], 4) if ar else "",
-        **{k: _round(getattr(gen, k, ""), 6) for k in ("admitted_s", "first_token_s", "done_s")},
-        **{k: m.batch.get(k, "") if m.batch else "" for k in ("pass_wall_s", "pass_tokens", "ar_pass_wall_s")},
-        **dict(zip(("copied_answer", "copied_prompt"), copy_split(ids, gen.tokens, [o != BONUS for o in gen.origins]))),
-        "cost_fingerprint": cost_fp,
-        "mean_width": round(sum(gen.widths) / len(gen.widths), 3) if gen.widths else 1.0,
-        "max_width": max(gen.widths, default=1),
-        "config_hash": ident.config_hash,
-        "model_config": spec.model.name,
-        "model_fingerprint": ident.model.fingerprint,
-        "model_source": ident.model.description,
-        "prompts_fingerprint": ident.prompts_fingerprint,
-        "data_fingerprint": ident.data_fingerprint,
-        "code_fingerprint": ident.code_fingerprint,
-        "reference_key": m.key,
-        "timed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        **{k: cond[k] for k in ("host", "threads", "backend", "device_name", "sweep_id")},
-        **{f"ar_{k}": (ar or {}).get(k, "") for k in ("at", "host", "threads", "torch", "backend", "device_name",
-                                                      "sweep_id")},
-        **{k: env[k] for k in ("device", "dtype", "torch", "transformers", "python")},
-    }
-    stale = speedup_stale(measured)
-    measured["speedup_stale"] = "" if stale is None else stale
-    row = {c.name: measured[c.name] for c in COLUMNS}
-    row.update(spec.settings("row"))
-    row.update({k: v for k, v in gen.stats.items() if k not in row})
-    for section in SECTIONS:
-        row.update(flat(section, spec.plain_section(section)))
-    row["row_schema"] = ROW_SCHEMA
-    return row
 
 
 # --- reading -----------------------------------------------------------------------------------------------
@@ -226,7 +145,7 @@ def upgrade(row: dict) -> dict:
     to a resume (goose.storage.code_identity); it is not added here, so a re-keyed folder keeps its columns.
     Version 4 has every other column; its `config_hash` is the key schema 4 computed, which held the drafter class's
     import path. It stays the row's key (the rows of one folder stay together, apart from schema-5 keys); the
-    migrator (`python -m goose.storage.migrate`) re-keys a folder's rows with `rekeyed`, which makes them schema 5."""
+    migrator (`python -m goose.migration.migrate`) re-keys a folder's rows with `rekeyed`, which makes them schema 5."""
     version = schema_of(row)
     if version == ROW_SCHEMA:
         return row
@@ -255,10 +174,11 @@ def rekeyed(row: dict, config_hash: str) -> dict:
     return out
 
 
-def kind_of(column: str) -> str | None:
+def kind_of(column: str, settings: dict[str, str]) -> str | None:
     """The declared kind of a column, None for one the schema leaves to its writer (a drafter's counter,
-    a config section's value)."""
-    return KINDS.get(column) or setting_kinds().get(column)
+    a config section's value). `settings`: the kind of each setting that is a row column, as the run spec declares
+    them (`goose.running.spec.setting_kinds()`; the schema is below the spec, so its reader passes them)."""
+    return KINDS.get(column) or settings.get(column)
 
 
 def typed(value: str, kind: str):

@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goose.core.fingerprints import digest, path_fingerprint
+from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
-from goose.models.loading import ModelIdentity
-from goose.storage.fingerprints import digest, path_fingerprint
 from goose.storage.result_files import ResultsFile
 from goose.storage.row_schema import ROW_SCHEMA
 
@@ -74,7 +74,7 @@ def legacy_config_hash(spec, model_fp: str, prompts_fp: str, data_fp: str, batch
                        target: str) -> str:
     """The config hash as row schema 4 computed it: the same fields, the drafter's import path (`_target_`:
     `target`, as recorded in the folder's config.yaml) inside the method, and row_schema 4. Only the
-    migrator (goose.storage.migrate) uses it, to verify a folder's key before re-keying it."""
+    migrator (goose.migration.migrate) uses it, to verify a folder's key before re-keying it."""
     kept = hashed_fields(spec, model_fp, prompts_fp, data_fp, batch)
     kept["method"]["drafter"] = {"_target_": target, **kept["method"]["drafter"]}
     kept["benchmark"] = spec.benchmark.hashed(loader=True)
@@ -101,7 +101,7 @@ def check_one_configuration(rows: list[dict], run_dir: Path, chash: str) -> None
             f"{chash}): a different model, prompts file, datastore or setting. Use a new results_dir (or run_dir), or "
             "delete the folder."
             + (f" Its rows are of row schema {LEGACY_ROW_SCHEMA}, keyed with the drafter's import path: `python -m "
-               f"goose.storage.migrate {run_dir}` re-keys them if they are this configuration's." if old else "")
+               f"goose.migration.migrate {run_dir}` re-keys them if they are this configuration's." if old else "")
         )
 
 

@@ -1,4 +1,4 @@
-"""Writing a verified `goose.storage.legacy.Plan`: the re-keyed copy is built beside the folder, read back, and put in
+"""Writing a verified `goose.migration.legacy.Plan`: the re-keyed copy is built beside the folder, read back, and put in
 place by one rename (a pinned run_dir: one swap), so a reader only ever sees whole folders."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from goose.errors import GooseError
-from goose.storage.legacy import BUILDING, NOT_CARRIED, REPLACED, REWRITTEN, Plan, read_outputs
+from goose.migration.legacy import BUILDING, NOT_CARRIED, REPLACED, REWRITTEN, Plan, read_outputs
 
 
 # --- writing -----------------------------------------------------------------------------------------------

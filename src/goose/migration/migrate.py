@@ -1,5 +1,5 @@
-"""Re-key results folders written before row schema 5: `python -m goose.storage.migrate RESULTS_DIR...` (goose-migrate,
-make migrate).
+"""Re-key results folders written before row schema 5: `python -m goose.migration.migrate RESULTS_DIR...`
+(goose-migrate, make migrate).
 
 Up to row schema 4 a configuration's hash held its drafter class's import path (`method.drafter._target_`), so
 moving a class to another module orphaned every results folder of its methods. From schema 5 a method enters the
@@ -33,8 +33,8 @@ import sys
 from pathlib import Path
 
 from goose.errors import GooseError
-from goose.storage.legacy import BUILDING, REPLACED, Outcome, Plan, inspect, load_config
-from goose.storage.rekey import execute, holds
+from goose.migration.legacy import BUILDING, REPLACED, Outcome, Plan, inspect, load_config
+from goose.migration.rekey import execute, holds
 
 
 def _written_by_schema_5(folder: Path) -> bool:
@@ -204,7 +204,7 @@ def report(outcomes: list[Outcome], roots: list[Path], dry_run: bool) -> str:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m goose.storage.migrate", description=(
+    p = argparse.ArgumentParser(prog="python -m goose.migration.migrate", description=(
         "Re-key results folders written before row schema 5 (whose config hash held the drafter class's import "
         "path), so that the same configuration resumes them. Safe to rerun; refuses, one line each, what it "
         "cannot verify or would merge."))

@@ -1,7 +1,7 @@
 """A results folder of row schema 4 (its config hash held the drafter's import path), read and verified: every
 line intact, every row and outputs record of its configuration, its key the one its config.yaml gives when
 rebuilt with this code (goose.storage.run_folder.legacy_config_hash); and what it becomes under schema 5 (a `Plan`).
-goose.storage.rekey writes the plan; goose.storage.migrate is the command."""
+goose.migration.rekey writes the plan; goose.migration.migrate is the command."""
 
 from __future__ import annotations
 
@@ -215,7 +215,7 @@ def read_outputs(path: Path) -> list[dict]:
 
 
 def _rekey_output(record: dict, new: str) -> dict:
-    from goose.storage.fingerprints import digest
+    from goose.core.fingerprints import digest
 
     out = {k: v for k, v in record.items() if k != "check"}
     out["config_hash"] = new
@@ -227,7 +227,7 @@ def _rekey_output(record: dict, new: str) -> dict:
 def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
     """What migrating `folder` means: a Plan, or the Outcome that leaves it as it is. Reads only (the model's
     fingerprint is config.yaml's: no model is needed)."""
-    from goose.models.loading import ModelIdentity
+    from goose.core.identity import ModelIdentity
     from goose.storage.result_files import CUT, ResultsFile, row_check
     from goose.storage.row_schema import ROW_SCHEMA, rekeyed, schema_of
     from goose.storage.run_folder import LEGACY_ROW_SCHEMA, config_hash, legacy_config_hash
