@@ -128,11 +128,11 @@ def variants(df: pd.DataFrame) -> pd.Series:
 
 def _differences(g: pd.DataFrame, identity: list[str]) -> pd.Series:
     cols = [c for c in identity if c in g]
-    keys = g[cols].map(_text).drop_duplicates()
+    keys = g[cols].map(cell_text).drop_duplicates()
     differ = [c for c in cols if keys[c].nunique() > 1]
     if not differ:
         return pd.Series("", index=g.index)
-    return g[differ].map(_text).apply(lambda r: ", ".join(_short(c, r[c]) for c in differ), axis=1)
+    return g[differ].map(cell_text).apply(lambda r: ", ".join(_short(c, r[c]) for c in differ), axis=1)
 
 
 def _distinguish(df: pd.DataFrame, name: str, identity: list[str]) -> pd.Series:
@@ -154,7 +154,8 @@ def _references_of(results_csv: Path, root: str | Path) -> Path:
     return Path(root) / "references"
 
 
-def _text(v) -> str:
+def cell_text(v) -> str:
+    """A frame's cell as the text it was written as: blank for a missing value."""
     return "" if pd.isna(v) else str(v)
 
 

@@ -17,7 +17,7 @@ COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", C
 SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
 
 
-def _number(v: float, unit: str) -> str:
+def _amount(v: float, unit: str) -> str:
     if not np.isfinite(v):
         return "-"
     return f"{v:.2f}x" if unit == "x" else f"{v:+.1f}%"
@@ -25,10 +25,10 @@ def _number(v: float, unit: str) -> str:
 
 def _effect(r) -> str:
     if np.isfinite(r.low):
-        return f"{_number(r.effect, r.unit)} [{_number(r.low, r.unit)}, {_number(r.high, r.unit)}]"
+        return f"{_amount(r.effect, r.unit)} [{_amount(r.low, r.unit)}, {_amount(r.high, r.unit)}]"
     why = (f"n < {MIN_PROMPTS}" if r.n < MIN_PROMPTS
            else "resamples without a value (a side drafted nothing on some prompts)")
-    return f"{_number(r.effect, r.unit)} (no interval: {why})"
+    return f"{_amount(r.effect, r.unit)} (no interval: {why})"
 
 
 def _copied(r) -> str:
@@ -93,9 +93,9 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         part = card[card.claim == claim.number].sort_values("reading", key=lambda r: r.map(READINGS.index),
                                                              kind="stable")
         lines += [f"## {claim.number}. {claim.name.capitalize()}: {claim.says}", "",
-                  f"Paper: {claim.paper} ({claim.source}); direction threshold {_number(claim.threshold, claim.unit)} "
+                  f"Paper: {claim.paper} ({claim.source}); direction threshold {_amount(claim.threshold, claim.unit)} "
                   f"({'above' if claim.above else 'below'}{', strictly' if claim.strict else ''})"
-                  + (f"; size range {_number(claim.size[0], claim.unit)} to {_number(claim.size[1], claim.unit)}"
+                  + (f"; size range {_amount(claim.size[0], claim.unit)} to {_amount(claim.size[1], claim.unit)}"
                      if claim.size else "; no size") + ".", ""]
         if part.empty:
             lines += ["No rows for this claim yet.", ""]
@@ -188,7 +188,7 @@ def figure(card: pd.DataFrame):
     for r in card.itertuples():
         y, x = rows.index(r.row), cols.index(r.col)
         ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, color=COLOURS[r.verdict]))
-        ax.text(x, y, _number(r.effect, r.unit), ha="center", va="center", fontsize=7)
+        ax.text(x, y, _amount(r.effect, r.unit), ha="center", va="center", fontsize=7)
     ax.set_xlim(-0.5, len(cols) - 0.5)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xticks(range(len(cols)), cols, fontsize=7)

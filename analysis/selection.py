@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import cache
 
 import pandas as pd
+from goose.analysis.load import cell_text
 from goose.analysis.paper import CLAIMS_BUDGET, PAPER_BENCHMARKS
 
 from goose.storage.metrics import FIXED
@@ -20,19 +21,15 @@ from goose.storage.metrics import FIXED
 DEFAULT = "default"
 
 
-def _text(v) -> str:
-    return "" if pd.isna(v) else str(v)
-
-
 def protocol(rows: pd.DataFrame, chat: bool = False) -> bool:
     """Whether a benchmark label's rows follow the paper's protocol: its answer length, first turns only, and
     raw prompts (`chat`: the same with the chat template, the chat reading's protocol)."""
     r = rows.iloc[0]
-    paper = _text(r.get("benchmark.paper_max_new_tokens", ""))
-    length = _text(r.get("max_new_tokens", ""))
+    paper = cell_text(r.get("benchmark.paper_max_new_tokens", ""))
+    length = cell_text(r.get("max_new_tokens", ""))
     same_length = bool(paper) and bool(length) and float(paper) == float(length)
     return same_length and bool(r.get("chat_template", False)) == chat and \
-        _text(r.get("benchmark.turns", "")) in ("", "1")
+        cell_text(r.get("benchmark.turns", "")) in ("", "1")
 
 
 def labels(bench: pd.DataFrame, chat: bool = False) -> list[tuple[str, pd.DataFrame, str]]:
@@ -47,9 +44,10 @@ def labels(bench: pd.DataFrame, chat: bool = False) -> list[tuple[str, pd.DataFr
             why = "the paper's protocol (its answer length, raw prompts)"
         else:
             r = cell.iloc[0]
-            why = (f"not the paper's protocol ({_text(r.get('max_new_tokens', ''))} new tokens, the paper's "
-                   f"{_text(r.get('benchmark.paper_max_new_tokens', '')) or 'unknown'}): of the labels read, the one "
-                   f"with the most rows of default configurations ({usable})")
+            paper_length = cell_text(r.get("benchmark.paper_max_new_tokens", "")) or "unknown"
+            why = (f"not the paper's protocol ({cell_text(r.get('max_new_tokens', ''))} new tokens, the paper's "
+                   f"{paper_length}): of the labels read, the one with the most rows of default configurations "
+                   f"({usable})")
         out.append((label, cell, why, (not paper, -usable, label)))
     return [(label, cell, why) for label, cell, why, _ in sorted(out, key=lambda t: t[3])]
 
@@ -107,9 +105,9 @@ def differences(row: pd.Series) -> str | None:
     defaults = method_defaults(str(row.method))
     if defaults is None:
         return None
-    diff = [f"{k.removeprefix('method.drafter.')}={_text(row[k])} (default {d})" for k, d in defaults.items()
-            if _text(row.get(k, "")) not in ("", d)]
-    own, paper = _text(row.get("memory", "")), _text(row.get("memory_default", ""))
+    diff = [f"{k.removeprefix('method.drafter.')}={cell_text(row[k])} (default {d})" for k, d in defaults.items()
+            if cell_text(row.get(k, "")) not in ("", d)]
+    own, paper = cell_text(row.get("memory", "")), cell_text(row.get("memory_default", ""))
     if own and paper and own != paper:
         diff.append(f"memory={own} (default {paper})")
     return ", ".join(diff) or DEFAULT

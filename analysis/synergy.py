@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 from goose.analysis.comparable import all_scope
-from goose.analysis.load import paper_settings
+from goose.analysis.load import cell_text, paper_settings
 from goose.analysis.paper import (
     GAP_PAIRS,
     GOOSE,
@@ -18,10 +18,6 @@ from goose.analysis.paper import (
 )
 from goose.analysis.pooling import pooled
 from goose.analysis.writers import ALERT
-
-
-def _text(v) -> str:
-    return "" if pd.isna(v) else str(v)
 
 
 def _matched(cell: pd.DataFrame, methods: tuple[str, ...], same_drafter: bool = False
@@ -39,7 +35,7 @@ def _matched(cell: pd.DataFrame, methods: tuple[str, ...], same_drafter: bool = 
         return found, f"different prompts ({counts}): rerun them with the same n_prompts"
     if same_drafter:
         differ = [c for c in cell if c.startswith("method.drafter.") and c not in OWN_SWITCHES
-                  and len({_text(v) for g in found.values() for v in g[c].unique()}) > 1]
+                  and len({cell_text(v) for g in found.values() for v in g[c].unique()}) > 1]
         if differ:
             return found, f"different hyperparameters ({', '.join(differ)}): not the same budget and sources"
     return found, ""

@@ -44,6 +44,14 @@ ALL_DATA = needs_data("spec_bench/question.jsonl", "gsm8k/test.jsonl", "mbpp/mbp
                       "classeval/ClassEval_data.json")
 
 
+def drafter_for(spec: str, model: str = "smollm2-135m", extra=()):
+    """A fresh drafter for `name[@budget][:memory]`, and its budget, resolved as run.py resolves them."""
+    from goose.running.registry import load_method, make_drafter
+
+    method, budget = load_method(spec, model, extra=extra)
+    return make_drafter(method, budget), budget
+
+
 def spec_of(*overrides):
     """The run spec run.py builds for these command-line overrides (composed in this process)."""
     from goose.running.registry import compose_config

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import hf_greedy
+from conftest import drafter_for, hf_greedy
 
 from goose.drafting.budget import AUTO_BUILD_NODES, AutoBudget, CostCurve
 from goose.engine.draft import Verification, greedy_walk
@@ -19,7 +19,7 @@ from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.methods.goose import GooseDrafter
 from goose.running.loop import generate
-from goose.running.registry import method_drafter, method_names
+from goose.running.registry import method_names
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GAIN = CostCurve([1, 2, 128], [1.0, 100.0, 10_000.0])  # any draft beyond the root costs more than it can win
@@ -27,7 +27,7 @@ FREE = CostCurve([1, 128], [1.0, 1.0])  # verification costs the same at any wid
 
 
 def drafter(spec, store):
-    return method_drafter(spec, extra=[f"rest_datastore={store}"])
+    return drafter_for(spec, extra=[f"rest_datastore={store}"])
 
 
 def decode(tiny, prompts, d, n=40):
@@ -63,7 +63,7 @@ def test_budget_auto_is_applied_or_refused(name, tiny, prompts, store):
 def test_a_numeric_budget_changes_drafts_or_is_recorded_as_fixed(name, tiny, prompts, store):
     from tiny import byte_tokenizer
 
-    from goose.running.registry import budget_label
+    from goose.drafting.contract import takes_budget
 
     # A context from the REST store's corpus, proposed on directly: the tiny model never writes it.
     corpus = byte_tokenizer()("def add(a, b):\n    return a + b\n\ndef add(a, b):\n    ret").input_ids
@@ -76,7 +76,7 @@ def test_a_numeric_budget_changes_drafts_or_is_recorded_as_fixed(name, tiny, pro
     large, _ = drafter(f"{name}@60", store)
     w_small = [w for g in decode(tiny, prompts, small) for w in g.widths] + [first_draft(small)]
     w_large = [w for g in decode(tiny, prompts, large) for w in g.widths] + [first_draft(large)]
-    if budget_label(small.config, 3) == "fixed":
+    if not takes_budget(small.config):
         assert w_small == w_large  # the budget cannot change its drafts, so runs record budget=fixed
     else:
         assert sum(w_small) < sum(w_large)  # (a confident chain may exceed the budget: GOOSE's bypass)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import drafter_for
 from tiny import byte_tokenizer, tiny_model, tiny_windowed_model
 from torch.overrides import TorchFunctionMode
 
@@ -30,7 +31,7 @@ from goose.engine.sampling import Sampling
 from goose.engine.single import Engine
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
-from goose.running.registry import method_drafter, method_names
+from goose.running.registry import method_names
 
 GOOSE_CODE = tuple(str(Path(m.__file__).parent) for m in (goose,))
 FACTORIES = {torch.tensor, torch.as_tensor, torch.asarray, torch.scalar_tensor, torch.zeros, torch.ones, torch.empty,
@@ -113,7 +114,7 @@ UNIT = {"goose"}
 def test_every_method_names_its_devices(model, name, store):
     """Every drafter, the engine and the batch engine, greedy and sampled (the sampler), prefill harvest and the
     batch's deferred prompt top-k included: no tensor of goose's lacks a device."""
-    template, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
+    template, _ = drafter_for(name, extra=[f"rest_datastore={store}"])
     if template.capabilities.tokenizer_bound:
         template.bind_tokenizer(byte_tokenizer(), "tiny")
     for sampling in (None, SAMPLING):
@@ -128,7 +129,7 @@ def test_backends_windows_and_cost_measurement_name_their_devices(model):
     from goose.drafting.budget import AutoBudget, CostCurve
     from goose.engine.backends import apply_backend
 
-    auto, _ = method_drafter("goose@auto")
+    auto, _ = drafter_for("goose@auto")
     auto.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.2])))
     for m in (apply_backend(copy.deepcopy(model), "prepacked"), tiny_windowed_model("gemma3")):
         for template in (Drafter(), auto):

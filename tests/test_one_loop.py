@@ -5,13 +5,13 @@ tracker name serves every concurrency."""
 
 import pytest
 import torch
+from conftest import drafter_for
 
 from goose.drafting.contract import Capabilities, Drafter
 from goose.engine.batched import BatchEngine
 from goose.engine.single import Engine
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
-from goose.running.registry import method_drafter
 from goose.running.timing import BatchMeasurement, BatchTimer, alternating, from_saved_memory
 
 
@@ -26,9 +26,9 @@ def test_one_request_at_a_time_in_the_batched_loop_steps_as_the_single_loop(name
     """rows=1: the batch engine verifies each request alone, so every step is the single loop's: the same tokens,
     forwards, widths, origins and drafter counters (under memory=run the spawned drafters share what one drafter
     keeps, in the same order)."""
-    alone, _ = method_drafter(name)
+    alone, _ = drafter_for(name)
     want = [generate(Engine(tiny), p, alone, 24) for p in some_prompts()]
-    template, _ = method_drafter(name)
+    template, _ = drafter_for(name)
     got, _ = decode_batch(BatchEngine(tiny, rows=1), [Request(p, template.spawn(), 24) for p in some_prompts()])
     for g, w in zip(got, want):
         assert (g.tokens, g.steps, g.widths, g.origins, g.stats) == (w.tokens, w.steps, w.widths, w.origins,
@@ -158,9 +158,9 @@ def test_a_batch_measurement_shares_ar_by_tokens_and_says_where_ar_came_from():
 def test_the_batch_timer_times_ar_beside_the_method_or_takes_ars_own_pass(mode, tiny):
     items = [(p, 8) for p in some_prompts()]
     timer = BatchTimer(BatchEngine(tiny, rows=2), frozenset(), 2, mode, None)
-    ar = timer.measure(items, method_drafter("ar")[0])  # AR itself: its own pass is the timing
+    ar = timer.measure(items, drafter_for("ar")[0])  # AR itself: its own pass is the timing
     assert ar.source == "self" and ar.ar_wall_s == ar.wall_s and ar.ar_tokens == [8, 8, 8]
-    template, _ = method_drafter("goose")
+    template, _ = drafter_for("goose")
     m = timer.measure(items, template, turn=1)
     assert [g.tokens for g in m.gens] == [g.tokens for g in ar.gens] and len(m.drafters) == 3
     assert m.tokens == 24 and sum(g.wall_s for g in m.gens) == pytest.approx(m.wall_s)

@@ -25,11 +25,10 @@ from goose.engine.sampling import (
     Sampler,
     Sampling,
     filter_logits,
-    gumbel,
     gumbel_at,
     kept_tokens,
     noise_seed,
-    prompt_fingerprint,
+    token_ids_fingerprint,
 )
 from goose.engine.single import Engine
 from goose.errors import GooseError
@@ -125,8 +124,8 @@ def test_greedy_keys_ignore_top_k_top_p_and_sampled_keys_carry_every_setting():
 
 # --- the noise and the filter ----------------------------------------------------------------
 def test_noise_is_keyed_by_the_whole_tuple():
-    fp = prompt_fingerprint([1, 2, 3])
-    seeds = {noise_seed(s, f, t) for s in (0, 1) for f in (fp, prompt_fingerprint([1, 2, 4])) for t in (5, 6)}
+    fp = token_ids_fingerprint([1, 2, 3])
+    seeds = {noise_seed(s, f, t) for s in (0, 1) for f in (fp, token_ids_fingerprint([1, 2, 4])) for t in (5, 6)}
     assert len(seeds) == 8  # no two of (seed, prompt, position) share noise, e.g. (0, t + 1) vs (1, t)
 
 
@@ -137,12 +136,12 @@ def test_noise_is_the_same_in_another_process_whatever_the_global_generator():
     import subprocess
     import sys
 
-    fp = prompt_fingerprint([1, 2, 3])
+    fp = token_ids_fingerprint([1, 2, 3])
     torch.manual_seed(123)
-    here = gumbel(noise_seed(0, fp, 5), 6).tolist()
+    here = gumbel_at(noise_seed(0, fp, 5), torch.arange(6)).tolist()
     code = ("import torch; torch.manual_seed(7); "
-            "from goose.engine.sampling import gumbel, noise_seed, prompt_fingerprint; "
-            "print(gumbel(noise_seed(0, prompt_fingerprint([1, 2, 3]), 5), 6).tolist())")
+            "from goose.engine.sampling import gumbel_at, noise_seed, token_ids_fingerprint; import torch; "
+            "print(gumbel_at(noise_seed(0, token_ids_fingerprint([1, 2, 3]), 5), torch.arange(6)).tolist())")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert eval(there) == here and len(set(here)) == 6
 
@@ -159,14 +158,15 @@ def splitmix_reference(seed: int, token: int) -> float:
 
 
 def test_noise_is_a_counter_based_function_of_position_seed_and_token():
-    seed = noise_seed(0, prompt_fingerprint([1, 2, 3]), 5)
+    seed = noise_seed(0, token_ids_fingerprint([1, 2, 3]), 5)
     ids = torch.tensor([0, 1, 2, 49151, 7, 123456, 2**31 + 5])
     assert gumbel_at(seed, ids).tolist() == [splitmix_reference(seed, int(v)) for v in ids]
-    row = gumbel(seed, 300)
+    row = gumbel_at(seed, torch.arange(300))
     subset = torch.tensor([299, 3, 150, 3])
     assert torch.equal(gumbel_at(seed, subset), row[subset])  # any subset, any order, drawn alike
     assert GUMBEL_MIN <= float(row.min()) and float(row.max()) <= GUMBEL_MAX
-    assert abs(float(gumbel(seed, 200_000).double().mean()) - 0.5772) < 0.01  # Euler-Mascheroni: Gumbel(0, 1)
+    mean = float(gumbel_at(seed, torch.arange(200_000)).double().mean())
+    assert abs(mean - 0.5772) < 0.01  # Euler-Mascheroni: Gumbel(0, 1)
 
 
 ROW_CASES = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.3, 0, 1.0), (0.7, 0, 0.95), (1.0, 20, 0.9), (1.0, 0, 0.5), (0.7, 3, 1.0)]
@@ -227,7 +227,7 @@ def reference_sampler(model, prompt: list[int], n: int, s: Sampling) -> list[int
     """Plain full-sequence forwards (no cache, no engine), Hugging Face's warpers, the same noise."""
     from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-    fp = prompt_fingerprint(prompt)
+    fp = token_ids_fingerprint(prompt)
     ids = list(prompt)
     for _ in range(n):
         with torch.no_grad():
@@ -237,7 +237,7 @@ def reference_sampler(model, prompt: list[int], n: int, s: Sampling) -> list[int
             row = TopKLogitsWarper(s.top_k)(None, row)
         if s.top_p < 1:
             row = TopPLogitsWarper(s.top_p)(None, row)
-        ids.append(int((row[0] + gumbel(noise_seed(s.seed, fp, len(ids)), row.shape[-1])).argmax()))
+        ids.append(int((row[0] + gumbel_at(noise_seed(s.seed, fp, len(ids)), torch.arange(row.shape[-1]))).argmax()))
     return ids[len(prompt):]
 
 

@@ -28,7 +28,7 @@ from goose.engine.sampling import Sampling
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_model, model_config, model_config_names, stop_ids
-from goose.running.inputs import check_budget
+from goose.running.inputs import check_budget, check_length
 from goose.running.loop import BONUS
 from goose.running.loop import generate as decode
 from goose.storage.result_files import token_pieces
@@ -92,7 +92,7 @@ def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = Fal
         raise GooseError(f"goose.load: name must be a str, a model config name, a local path or a hub id "
                          f"({_got(name)}).")
     for key, value in (("device", device), ("dtype", dtype), ("backend", backend)):
-        _text("goose.load", key, value)
+        _str_arg("goose.load", key, value)
     _flag("goose.load", "quiet", quiet)
     cfg, how = _model_config(os.fspath(name))
     if not quiet:
@@ -176,7 +176,7 @@ def _real(fn: str, name: str, value) -> float:
     raise GooseError(f"{fn}: {name} must be a number ({_got(value)}).")
 
 
-def _text(fn: str, name: str, value) -> str:
+def _str_arg(fn: str, name: str, value) -> str:
     if isinstance(value, str):
         return value
     raise GooseError(f"{fn}: {name} must be a str ({_got(value)}).")
@@ -206,20 +206,6 @@ def _method_args(fn: str, method, budget, memory):
         raise GooseError(f"{fn}: memory must be None (the method's default), {' or '.join(map(repr, MEMORY_MODES))} "
                          f"({_got(memory)}).")
     return method, budget, memory
-
-
-def _check_length(fn: str, n: int, limit: int | None, max_new_tokens: int) -> None:
-    """Refuse a prompt whose whole generation does not fit in the context, giving the real limits: a prompt of at
-    most context - max_new_tokens tokens, or max_new_tokens of at most context - prompt."""
-    if limit is None or n + max_new_tokens <= limit:
-        return
-    fits = limit - max_new_tokens
-    shorten = (f"shorten the prompt to {fits} tokens or fewer (the context less max_new_tokens)" if fits >= 1 else
-               f"lower max_new_tokens below {limit} and shorten the prompt")
-    fit = (f"Lower max_new_tokens to {limit - n} or less, or {shorten}" if n < limit else
-           shorten[0].upper() + shorten[1:])
-    raise GooseError(f"{fn}: the prompt has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
-                     f"context of {limit}. {fit}.")
 
 
 def _prompt_got(prompt) -> str:
@@ -352,7 +338,7 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     sampling = Sampling(temperature, top_k, top_p, seed)
     drafter = make_method(model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
-    _check_length(fn, len(ids), model.engine.max_positions, max_new_tokens)
+    check_length(f"{fn}: the prompt", len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
                  None if sampling.greedy else sampling)
     pieces = token_pieces(model.tokenizer, gen.tokens)

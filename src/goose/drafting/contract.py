@@ -116,6 +116,12 @@ def data_paths(config) -> dict[str, str]:
     return {n: str(getattr(config, n)) for n in role_fields(config, DATA) if getattr(config, n) not in (None, "")}
 
 
+def no_auto_budget(method: str) -> GooseError:
+    """The one refusal of budget=auto for a method that cannot prune its drafts (registry and contract alike)."""
+    return GooseError(f"method '{method}' does not support budget=auto (it cannot prune its drafts); give a number "
+                      "of nodes, e.g. budget=60.")
+
+
 class Drafter:
     """The drafter contract, with the default of every member (the base proposes a one-node draft: just the root).
 
@@ -190,7 +196,7 @@ class Drafter:
     # --- budget=auto (capabilities.auto_budget) ------------------------------------------------------------
     def enable_auto_budget(self, auto) -> None:
         """budget=auto: an `AutoBudget` that prunes every draft (capabilities.auto_budget)."""
-        raise GooseError(f"method '{self.name}' does not support budget=auto; give a number of nodes.")
+        raise no_auto_budget(self.name)
 
     @property
     def auto_budget_enabled(self) -> bool:

@@ -27,7 +27,7 @@ import torch
 from goose.errors import GooseError
 
 
-def _number(v) -> bool:
+def _finite_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -44,14 +44,14 @@ class Sampling:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not _number(self.temperature) or self.temperature < 0:
+        if not _finite_number(self.temperature) or self.temperature < 0:
             raise GooseError(f"temperature must be a number >= 0; 0 = greedy (got {self.temperature!r}).")
         if 0 < self.temperature < MIN_TEMPERATURE:  # logits / T would overflow float32
             raise GooseError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g} "
                              f"(got {self.temperature!r}).")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise GooseError(f"top_k must be an integer >= 0; 0 = off (got {self.top_k!r}).")
-        if not _number(self.top_p) or not 0 < self.top_p <= 1:
+        if not _finite_number(self.top_p) or not 0 < self.top_p <= 1:
             raise GooseError(f"top_p must be a number in (0, 1]; 1.0 = off (got {self.top_p!r}).")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise GooseError(f"seed must be an integer (got {self.seed!r}).")
@@ -88,7 +88,9 @@ class Sampling:
         return None if self.greedy else Sampler(self, prompt)
 
 
-def prompt_fingerprint(prompt: list[int]) -> str:
+def token_ids_fingerprint(prompt: list[int]) -> str:
+    """What keys a generation's sampling noise: its prompt's token ids (the prompt's text fingerprint, a row's
+    `prompt_fingerprint`, is goose.core.fingerprints's)."""
     return hashlib.sha256(json.dumps([int(t) for t in prompt]).encode()).hexdigest()
 
 
@@ -140,11 +142,6 @@ def gumbel_at(seed: int, ids: torch.Tensor) -> torch.Tensor:
     """Gumbel(0, 1) noise of the token ids `ids` at the position whose seed is `seed` (float32, on ids' device;
     computed on the CPU so every device gets the same numbers)."""
     return _gumbel_of(_uniform_bits(seed, ids.cpu())).to(ids.device)
-
-
-def gumbel(seed: int, size: int) -> torch.Tensor:
-    """The noise of tokens 0 .. size - 1 (a whole vocabulary row), float32 on the CPU."""
-    return gumbel_at(seed, torch.arange(size, device="cpu"))
 
 
 NUCLEUS_FIRST = 64  # candidates ranked first when cutting a nucleus; more only when their mass falls short
@@ -237,7 +234,7 @@ class Sampler:
 
     def __init__(self, sampling: Sampling, prompt: list[int]):
         self.sampling = sampling
-        self.fingerprint = prompt_fingerprint(prompt)
+        self.fingerprint = token_ids_fingerprint(prompt)
 
     def seed(self, position: int) -> int:
         """The key of `position`'s noise (a few microseconds: recomputed, not kept)."""

@@ -136,10 +136,16 @@ def token_room(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -
 
 
 def check_length(what: str, n: int, limit: int | None, max_new_tokens: int) -> None:
-    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens). `what`
-    names it as the user gave it: "prompt" (run.py's prompt= or prompt_file=), "goose.generate: the prompt"."""
-    if limit is not None and n + max_new_tokens > limit:
-        fit = (f"Lower max_new_tokens to {limit - n} or less, or shorten the prompt" if n < limit else
-               f"Shorten the prompt to fewer than {limit} tokens")
-        raise GooseError(f"{what} has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
-                         f"context of {limit}. {fit}.")
+    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens), giving the
+    real limits: a prompt of at most context - max_new_tokens tokens, or max_new_tokens of at most context - prompt.
+    `what` names the prompt as the user gave it: "prompt" (run.py's prompt= or prompt_file=), "prompt 'ID'"
+    (bench), "goose.generate: the prompt" (the API)."""
+    if limit is None or n + max_new_tokens <= limit:
+        return
+    fits = limit - max_new_tokens
+    shorten = (f"shorten the prompt to {fits} tokens or fewer (the context less max_new_tokens)" if fits >= 1 else
+               f"lower max_new_tokens below {limit} and shorten the prompt")
+    fit = (f"Lower max_new_tokens to {limit - n} or less, or {shorten}" if n < limit else
+           shorten[0].upper() + shorten[1:])
+    raise GooseError(f"{what} has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
+                     f"context of {limit}. {fit}.")

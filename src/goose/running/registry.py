@@ -21,12 +21,12 @@ from goose.drafting.contract import (
     check_memory,
     check_roles,
     memory_label,
+    no_auto_budget,
     role_fields,
     takes_budget,
 )
 from goose.errors import GooseError, MissingLibrary
 from goose.paths import CONF, config_names, register_experiments
-from goose.storage.metrics import FIXED
 
 
 def search_path_override(search_path: list[str] | tuple[str, ...]) -> list[str]:
@@ -134,8 +134,7 @@ def make_drafter(method: MethodSpec, budget: Budget) -> Drafter:
     """A fresh drafter of `method`, budget=auto checked (the cost curve is handed to it later: prepare_drafter)."""
     drafter = method.build()
     if budget.auto and not drafter.capabilities.auto_budget:
-        raise GooseError(f"method '{method.name}' does not support budget=auto (it cannot prune its drafts); "
-                         "give a number of nodes, e.g. budget=60.")
+        raise no_auto_budget(method.name)
     return drafter
 
 
@@ -151,17 +150,10 @@ def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str
         drafter.bind_tokenizer(tokenizer, model_name)
     if budget.auto:
         if not drafter.capabilities.auto_budget:
-            raise GooseError(f"method '{drafter.name}' does not support budget=auto (it cannot prune its drafts); "
-                             "give a number of nodes, e.g. budget=60.")
+            raise no_auto_budget(drafter.name)
         if cost is not None:
             drafter.enable_auto_budget(AutoBudget(cost(), defer=defer))
     return drafter
-
-
-def budget_label(config, budget) -> str | int:
-    """The budget a row records: as given, or `fixed` for a method no numeric budget changes (so
-    a budget sweep runs it once, not once per budget)."""
-    return budget if budget == "auto" or takes_budget(config) else FIXED
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -195,13 +187,6 @@ def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] |
     cfg = compose_config(overrides, search_path)
     budget = Budget.parse(cfg.budget)
     return resolve_method(cfg.method, budget, memory or cfg.get("memory")), budget
-
-
-def method_drafter(spec: str, model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),
-                   extra: list[str] | tuple[str, ...] = ()) -> tuple[Drafter, Budget]:
-    """A fresh drafter for `name[@budget][:memory]`, and its budget (not yet prepared for a model)."""
-    method, budget = load_method(spec, model, search_path, extra)
-    return make_drafter(method, budget), budget
 
 
 def build_drafters(specs: list[str], model: str = "smollm2-135m", search_path: list[str] | tuple[str, ...] = (),

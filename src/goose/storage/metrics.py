@@ -50,7 +50,7 @@ def _true(v) -> bool:
     return v is True or str(v).lower() == "true"
 
 
-def _number(v) -> float:
+def _as_float(v) -> float:
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -64,7 +64,7 @@ def speedup_stale(row: dict) -> bool | None:
     source = str(row.get("speedup_source", ""))
     if source in ("none", "nan", ""):
         return None if source == "none" else True
-    if source not in MEASURED or not _number(row.get("ar_wall_s")) > 0:
+    if source not in MEASURED or not _as_float(row.get("ar_wall_s")) > 0:
         return True
     if source == "self":
         return False

@@ -18,11 +18,11 @@ def row_check(row: dict) -> str:
     """A digest of a row's non-blank values as text: a row merged with another, cut short or edited
     reads back with another digest. Blank values are left out, so a column added later (blank in older
     rows) keeps their digests."""
-    cells = sorted((str(k), _text(v)) for k, v in row.items() if k != ROW_CHECK and _text(v) != "")
+    cells = sorted((str(k), _cell(v)) for k, v in row.items() if k != ROW_CHECK and _cell(v) != "")
     return digest(cells, 12)
 
 
-def _text(v) -> str:
+def _cell(v) -> str:
     return "" if v is None else str(v)
 
 

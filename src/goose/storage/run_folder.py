@@ -9,7 +9,6 @@ from pathlib import Path
 from goose.core.fingerprints import digest, path_fingerprint
 from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
-from goose.storage.result_files import ResultsFile
 from goose.storage.row_schema import ROW_SCHEMA
 
 
@@ -136,7 +135,3 @@ def remove_empty(run_dir: Path, stop: Path) -> None:
     while d.resolve() != stop and d.is_dir() and not any(d.iterdir()):
         d.rmdir()
         d = d.parent
-
-
-def results_of(run_dir: Path) -> ResultsFile:
-    return ResultsFile(run_dir / "results.csv")
