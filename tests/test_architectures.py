@@ -19,10 +19,10 @@ from goose.engine.layouts import check_supported, sliding_window
 from goose.engine.sampling import Sampling
 from goose.engine.single import Engine
 from goose.models.loading import stop_ids
+from goose.models.reference import hf_greedy
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
 from goose.running.registry import method_drafter, method_names
-from goose.running.timing import hf_greedy
 
 N = 24  # new tokens per prompt
 SAMPLING = Sampling(0.8, 0, 0.95, 7)

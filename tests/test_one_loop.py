@@ -1,4 +1,4 @@
-"""One loop above the engines (goose.running.loop.Flight, goose.running.configuration.Decoding,
+"""One loop above the engines (goose.running.loop.Flight, goose.running.decoding.Decoding,
 goose.running.timing): a request's step is the same code alone and in a batch, so one request run through the
 batched loop gives the single loop's tokens, steps and row; both timers alternate and restore memory alike; one
 tracker name serves every concurrency."""
@@ -46,11 +46,11 @@ WALL_CLOCK = {"wall_s", "wall_s_std", "tokens_per_s", "ttft_s", "tpot_s", "speed
 @pytest.mark.parametrize("method", [["method=goose"], ["method=tr", "memory=run", "repeats=2"]])
 def test_a_configuration_at_concurrency_1_gives_the_single_loops_rows_through_the_batched_loop(
         method, tiny_folder, prompt_file, tmp_path, run_goose, monkeypatch):
-    """The run scaffolding (goose.running.configuration.Decoding) is shared and only the schedule differs: forced
+    """The run scaffolding (goose.running.decoding.Decoding) is shared and only the schedule differs: forced
     through the batched loop at concurrency 1, a configuration writes the single loop's rows, every column but the
     wall clock's and the batch's own (pass_tokens: blank alone)."""
     from goose.running import runner
-    from goose.running.batched import BatchedDecoding
+    from goose.running.decoding import BatchedDecoding
     from goose.storage.result_files import OutputsFile, ResultsFile
 
     base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",

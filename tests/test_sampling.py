@@ -32,9 +32,9 @@ from goose.engine.sampling import (
 )
 from goose.engine.single import Engine
 from goose.errors import GooseError
+from goose.models.reference import hf_greedy as hf_reference
 from goose.running.loop import generate
 from goose.running.registry import method_names
-from goose.running.timing import hf_greedy as hf_reference
 
 N_SEEDS = 2000
 SETTINGS = [(0.7, 0, 1.0), (1.0, 0, 1.0), (0.7, 20, 0.9), (1.0, 20, 0.9)]  # temperature, top_k, top_p

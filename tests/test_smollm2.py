@@ -49,8 +49,8 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
     from goose.engine.single import Engine
     from goose.methods.goose import GooseDrafter
     from goose.methods.goose_suffix import GooseSuffixDrafter
+    from goose.models.reference import hf_greedy
     from goose.running.loop import generate
-    from goose.running.timing import hf_greedy
 
     model, tok, stops = smollm2
     model = apply_backend(copy.deepcopy(model), backend) if backend != "eager" else model
@@ -83,8 +83,8 @@ def test_sampling_on_the_real_model_is_exact_for_every_method(smollm2, tmp_path)
     from goose.engine.single import Engine
     from goose.methods.goose import GooseDrafter
     from goose.methods.goose_suffix import GooseSuffixDrafter
+    from goose.models.reference import hf_greedy
     from goose.running.loop import generate
-    from goose.running.timing import hf_greedy
 
     model, tok, stops = smollm2
     engine = Engine(model)
@@ -144,8 +144,8 @@ def test_the_grown_mt_bench_runs_hold_10_and_3_answered_prompts(smollm2):
     here by each prompt's first greedy token, as the run decodes it (raw, spread order)."""
     from conftest import spec_of
 
+    from goose.models.reference import hf_greedy
     from goose.running.inputs import benchmark_prompts, build_input
-    from goose.running.timing import hf_greedy
 
     model, tok, stops = smollm2
     for experiment, answered in (("claims-local-smollm2-mt-bench", 10), ("claims-speed-local-smollm2-mt-bench", 3)):

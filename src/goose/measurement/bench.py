@@ -54,11 +54,11 @@ from goose.errors import GooseError
 from goose.measurement import bench_report
 from goose.measurement.speed_flags import DEFAULT_METHODS, DEFAULT_N_PROMPTS, HF_METHODS, parse_flags, remove_stale
 from goose.models.loading import identify_model, load_model, model_config, stop_ids
+from goose.models.reference import hf_greedy
 from goose.paths import REPO_ROOT
 from goose.running.inputs import check_length, token_room
 from goose.running.loop import generate
 from goose.running.registry import arm, build_drafters
-from goose.running.timing import hf_greedy
 
 ROOT = REPO_ROOT
 

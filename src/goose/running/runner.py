@@ -1,7 +1,7 @@
 """One configuration, end to end: config -> run spec -> model + prompts -> decode loop -> rows -> summary.
 
 Each concern has its own module: running.spec (every setting, typed and checked), running.registry
-(methods by name), running.inputs (prompts to ids), running.configuration (the engine and the shared run
+(methods by name), running.inputs (prompts to ids), running.decoding (the engine and the shared run
 scaffold), running.loop (the step), running.timing (AR references and speedups), storage.row_schema (the
 rows), storage.result_files (durable files), storage.run_records (summaries), storage.run_folder (identity,
 hash and folder), storage.code_identity (the code a row comes from, and resuming rows of other code).
@@ -17,7 +17,7 @@ from goose.core.sections import section
 from goose.drafting.contract import NO_MEMORY, Drafter
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_tokenizer, stop_ids
-from goose.running.configuration import Decoding, SingleDecoding, load_engine, prepare_single
+from goose.running.decoding import BatchedDecoding, Decoding, SingleDecoding, load_engine, prepare_single
 from goose.running.inputs import (
     benchmark_prompts,
     build_input,
@@ -144,11 +144,7 @@ def run(cfg, sweep_id: str = "") -> dict | None:
 
 def decoding_for(spec: RunSpec) -> type[Decoding]:
     """The decode loop of a configuration: one prompt at a time at concurrency 1, continuous batching above."""
-    if spec.concurrency == 1:
-        return SingleDecoding
-    from goose.running.batched import BatchedDecoding
-
-    return BatchedDecoding
+    return SingleDecoding if spec.concurrency == 1 else BatchedDecoding
 
 
 def finished(rows: list[dict], outputs: OutputsFile, chash: str) -> set[str]:
