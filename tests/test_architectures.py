@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from conftest import drafter_for
 from tiny import PAPER_ARCHITECTURES, tiny_architecture
 
 from goose.drafting.contract import Drafter
@@ -22,7 +23,7 @@ from goose.models.loading import stop_ids
 from goose.models.reference import hf_greedy
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
-from goose.running.registry import method_drafter, method_names
+from goose.running.registry import method_names
 
 N = 24  # new tokens per prompt
 SAMPLING = Sampling(0.8, 0, 0.95, 7)
@@ -147,7 +148,7 @@ def test_every_method_is_lossless_on_every_architecture(case, name, request):
     if name == "rest":
         store, tok = request.getfixturevalue("answers")
         extra = [f"rest_datastore={store}"]
-    template, _ = method_drafter(name, extra=extra)
+    template, _ = drafter_for(name, extra=extra)
     if template.capabilities.tokenizer_bound:
         template.bind_tokenizer(tok, "ids")
     engine = Engine(case.model)

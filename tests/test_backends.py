@@ -5,6 +5,7 @@ import copy
 
 import pytest
 import torch
+from conftest import drafter_for
 from torch import nn
 
 from goose.drafting.contract import Drafter
@@ -13,7 +14,7 @@ from goose.engine.draft import Draft
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.running.loop import generate
-from goose.running.registry import method_drafter, method_names
+from goose.running.registry import method_names
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
 
@@ -79,7 +80,7 @@ def test_masked_attention_over_the_grouped_heads_computes_what_sdpa_computes(pac
 @pytest.mark.parametrize("name", [pytest.param(m, marks=() if m == "goose" else pytest.mark.integration)
                                   for m in method_names()])
 def test_every_method_is_token_identical_to_ar_on_the_prepacked_backend(name, packed, prompts, store):
-    drafter, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
+    drafter, _ = drafter_for(name, extra=[f"rest_datastore={store}"])
     engine = Engine(packed)
     for p in prompts:
         assert generate(engine, p, drafter, 40).tokens == generate(engine, p, Drafter(), 40).tokens, name

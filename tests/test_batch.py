@@ -3,7 +3,7 @@ request's unbatched AR tokens, with continuous refill, ragged prompts and stops,
 
 import pytest
 import torch
-from conftest import hf_greedy
+from conftest import drafter_for, hf_greedy
 
 from goose.drafting.budget import AutoBudget, CostCurve
 from goose.drafting.contract import Drafter
@@ -15,7 +15,7 @@ from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
-from goose.running.registry import method_drafter, method_names
+from goose.running.registry import method_names
 
 
 def many_prompts():
@@ -42,7 +42,7 @@ def test_batched_ar_is_ar_row_by_row_with_ragged_prompts_and_refill(tiny):
                                   for m in method_names()])
 def test_every_method_batched_returns_each_requests_ar_tokens(name, tiny, store):
     prompts = many_prompts()
-    template, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
+    template, _ = drafter_for(name, extra=[f"rest_datastore={store}"])
     if template.capabilities.tokenizer_bound:
         from tiny import byte_tokenizer
 
@@ -58,7 +58,7 @@ def test_sampled_requests_in_a_batch_draw_what_they_draw_alone(tiny):
     prompts = many_prompts()
     s = Sampling(0.8, 0, 0.95, 4)
     want = [generate(Engine(tiny), p, Drafter(), 20, sampling=s).tokens for p in prompts]
-    template, _ = method_drafter("goose")
+    template, _ = drafter_for("goose")
     got, _ = decode_batch(BatchEngine(tiny, rows=4), [Request(p, template.spawn(), 20) for p in prompts], sampling=s)
     assert [g.tokens for g in got] == want
 
@@ -145,7 +145,7 @@ def test_the_batch_width_maximises_expected_tokens_per_second_and_is_todays_choi
 
 
 def test_budget_auto_in_a_batch_orders_each_tree_most_valuable_first(tiny):
-    template, _ = method_drafter("goose@auto")
+    template, _ = drafter_for("goose@auto")
     template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
     prompts = many_prompts()
     want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
@@ -174,7 +174,7 @@ def test_budget_auto_in_a_batch_harvests_a_prompt_only_where_the_harvest_pays(ti
     prompts = many_prompts()
     want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]
     for cost, budget, harvested in [(0.01, "auto", False), (0.0, "auto", True), (0.01, "fixed", True)]:
-        template, _ = method_drafter("goose@auto" if budget == "auto" else "goose")
+        template, _ = drafter_for("goose@auto" if budget == "auto" else "goose")
         if budget == "auto":
             template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
         dear = CostSurface([1, 4], [1, 64], [[0.030, 0.05], [0.040, 0.1]], harvest_s=cost)
@@ -189,7 +189,7 @@ def test_budget_auto_in_a_batch_harvests_a_prompt_only_where_the_harvest_pays(ti
 def test_every_draft_in_a_batch_carries_the_gains_of_its_own_nodes(name, tiny, monkeypatch):
     """A bare root (nothing matched) once carried the previous tree's gains: the batch paid for widths no row
     could fill, and learned that drafts never pay (on SmolLM2 at concurrency 4: 43 drafted, 0 accepted)."""
-    template, _ = method_drafter(name)
+    template, _ = drafter_for(name)
     template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
     seen = []
     verify = BatchEngine.verify
@@ -219,7 +219,7 @@ class ThroughSglang(Drafter):
         self.inner.start(context, prefill)
 
     def propose(self, context):
-        from goose.engine.sglang_format import bfs_order, from_sglang, to_sglang
+        from goose.exports.sglang import bfs_order, from_sglang, to_sglang
 
         draft = self.inner.propose(context)
         assert len(draft) <= self.size
@@ -249,12 +249,12 @@ class ThroughSglang(Drafter):
 
 
 def test_a_drafter_fed_through_sglangs_format_gives_the_same_tokens(tiny):
-    from goose.engine.sglang_format import batch_to_sglang, from_sglang, to_sglang
+    from goose.exports.sglang import batch_to_sglang, from_sglang, to_sglang
 
     prompts = many_prompts()
     want = [generate(Engine(tiny), p, Drafter(), 30).tokens for p in prompts]
     for p, w in zip(prompts, want):
-        inner, _ = method_drafter("goose@16")
+        inner, _ = drafter_for("goose@16")
         got = generate(Engine(tiny), p, ThroughSglang(inner, 128), 30)  # up to the bypass chain of 100
         assert got.tokens == w and got.steps < len(w)
     # the format itself: BFS order, token 0 the root, padding under the root, each row its node and ancestors
@@ -467,7 +467,7 @@ def test_a_batch_that_pauses_drafting_still_returns_ar_tokens(name, tiny, monkey
 
     if "suffix" in name:
         pytest.importorskip("arctic_inference")
-    template, _ = method_drafter(name)
+    template, _ = drafter_for(name)
     template.enable_auto_budget(AutoBudget(CostCurve([1, 64], [1.0, 1.0]), defer=True))
     prompts = many_prompts()
     want = [generate(Engine(tiny), p, Drafter(), 24).tokens for p in prompts]

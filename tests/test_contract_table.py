@@ -82,8 +82,10 @@ def test_ar_is_declared_not_recognised_by_its_propose():
 
 
 def test_every_registered_method_but_ar_is_timed_against_ar(store):
-    from goose.running.registry import method_drafter, method_names
+    from conftest import drafter_for
+
+    from goose.running.registry import method_names
 
     for name in method_names():
-        d, _ = method_drafter(name, extra=[f"rest_datastore={store}"])
+        d, _ = drafter_for(name, extra=[f"rest_datastore={store}"])
         assert d.capabilities.autoregressive == (name == "ar"), name

@@ -133,7 +133,7 @@ FLOORS = (
     ("goose.methods", "goose.baselines"),
     ("goose.running",),
     ("goose.migration", "goose.analysis"),
-    ("goose.measurement", "goose.experiments"),
+    ("goose.measurement", "goose.experiments", "goose.exports"),
     ("goose.api", "goose.preflight", "goose.help"),
     ("goose.demo",),
     ("goose.cli",),

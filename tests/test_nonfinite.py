@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from conftest import drafter_for
 from tiny import tiny_model
 
 import goose.engine.draft
@@ -19,7 +20,6 @@ from goose.engine.single import Engine
 from goose.errors import GooseError, NonFiniteLogits
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import BONUS, generate
-from goose.running.registry import method_drafter
 
 N = 24
 SAMPLING = Sampling(0.8, 0, 0.95, 3)
@@ -103,7 +103,7 @@ def test_the_prefill_stops_the_run(model, value, sampling):
 @pytest.mark.parametrize("sampling", [None, SAMPLING], ids=["greedy", "sampled"])
 @pytest.mark.parametrize("method", ["ar", "goose"])
 def test_the_kth_verification_stops_the_run_and_nothing_after_it_is_returned(model, method, value, sampling, walks):
-    template, _ = method_drafter(method)
+    template, _ = drafter_for(method)
     p = prompts()[0]
     clean = generate(Engine(model), p, template, N, sampling=sampling)
     assert clean.steps > 5
@@ -123,7 +123,7 @@ def test_the_kth_verification_stops_the_run_and_nothing_after_it_is_returned(mod
 @pytest.mark.parametrize("method", ["ar", "goose"])
 @pytest.mark.parametrize("row", [0, 2])
 def test_a_batched_verification_names_its_row_and_request(model, method, row, sampling, walks):
-    template, _ = method_drafter(method)
+    template, _ = drafter_for(method)
     ps = prompts()
     requests = lambda: [Request(p, template.spawn(), N) for p in ps]  # noqa: E731
     clean, _ = decode_batch(BatchEngine(model, rows=3), requests(), sampling=sampling)

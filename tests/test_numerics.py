@@ -3,11 +3,11 @@ different summation order is `numerics`, with both margins and gaps reported."""
 
 import pytest
 import torch
+from conftest import drafter_for
 
 from goose.drafting.contract import Drafter
 from goose.engine.single import Engine
 from goose.running.loop import generate
-from goose.running.registry import method_drafter
 from goose.storage.equality import DIVERGED, EXACT, NUMERICS, classify, tolerance
 
 
@@ -59,7 +59,7 @@ def test_a_tie_of_three_is_numerics_wherever_each_run_ranks_the_others_token():
 
 def test_the_margins_are_the_logits_a_plain_forward_gives(tiny, prompts):
     """A generation's margin, runners-up and gaps per token are those of a full forward over prompt + answer."""
-    g = generate(Engine(tiny), prompts[0], method_drafter("goose@16")[0], 20)
+    g = generate(Engine(tiny), prompts[0], drafter_for("goose@16")[0], 20)
     with torch.no_grad():
         logits = tiny(torch.tensor([prompts[0] + g.tokens])).logits[0, len(prompts[0]) - 1:-1]
     top = logits.topk(4)
@@ -83,7 +83,7 @@ def test_a_real_bug_is_diverged_never_numerics(tiny, prompts, monkeypatch):
         return path + children[:1]  # one more node, unchecked
 
     monkeypatch.setattr(engine_module, "greedy_walk", careless)
-    bad = generate(Engine(tiny), prompts[0], method_drafter("goose@16")[0], 30)
+    bad = generate(Engine(tiny), prompts[0], drafter_for("goose@16")[0], 30)
     v = classify(bad, ar, "float32")
     assert bad.tokens != ar.tokens and v.kind == DIVERGED
 
@@ -111,7 +111,7 @@ def test_a_near_tie_swapped_by_a_last_bit_difference_is_numerics(tiny, prompts, 
         return real(draft, moved, emitted, topk, sampler)
 
     monkeypatch.setattr(engine_module, "decide", other_order)
-    tree = generate(Engine(model), prompts[1], method_drafter("goose@16")[0], 12)
+    tree = generate(Engine(model), prompts[1], drafter_for("goose@16")[0], 12)
     v = classify(tree, ar, "float32")
     assert tree.tokens[5] == b and v.kind == NUMERICS and v.index == 5
     assert v.margin < v.tol and v.ar_margin < v.tol and v.gap < v.tol and v.ar_gap < v.tol

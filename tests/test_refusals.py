@@ -252,7 +252,7 @@ def test_an_empty_prompt_at_concurrency_4_stops_the_run_before_any_work(tiny_fol
 @pytest.mark.parametrize("size", [-1, 0, True, 2.5])
 def test_an_sglang_size_below_one_is_refused(size):
     from goose.engine.draft import Draft
-    from goose.engine.sglang_format import batch_to_sglang, to_sglang
+    from goose.exports.sglang import batch_to_sglang, to_sglang
 
     draft = Draft([5, 6, 7], [-1, 0, 1])
     with pytest.raises(GooseError, match="SGLang draft size must be an integer >= 1"):
@@ -273,7 +273,7 @@ def test_an_sglang_size_below_one_is_refused(size):
     ([], [], "has no tokens"),
 ])
 def test_an_sglang_mask_that_is_not_a_tree_is_refused(tokens, mask, says):
-    from goose.engine.sglang_format import from_sglang
+    from goose.exports.sglang import from_sglang
 
     with pytest.raises(GooseError) as e:
         from_sglang(tokens, mask)
@@ -284,7 +284,7 @@ def test_every_mask_to_sglang_writes_reads_back_and_one_cut_off_the_root_does_no
     import random
 
     from goose.engine.draft import Draft
-    from goose.engine.sglang_format import bfs_order, from_sglang, to_sglang
+    from goose.exports.sglang import bfs_order, from_sglang, to_sglang
 
     rng = random.Random(0)
     cut = 0
@@ -360,7 +360,7 @@ def test_a_run_at_concurrency_2_prints_batched_ar(tiny_folder, tmp_path, run_goo
 ])
 def test_an_sglang_draft_that_is_not_a_tree_is_refused_not_cut(parents, says):
     from goose.engine.draft import Draft
-    from goose.engine.sglang_format import batch_to_sglang, to_sglang
+    from goose.exports.sglang import batch_to_sglang, to_sglang
 
     draft = Draft([5, 6, 7], parents)
     for call in (lambda: to_sglang(draft, 4), lambda: batch_to_sglang([draft], 4)):
@@ -381,7 +381,7 @@ def test_an_sglang_draft_that_is_not_a_tree_is_refused_not_cut(parents, says):
     (lambda f: f.to_sglang([5, 6], 4), "a draft must be a goose.engine.draft.Draft (got a list)"),
 ])
 def test_sglang_arguments_of_the_wrong_kind_are_refused_in_words(call, says):
-    from goose.engine import sglang_format
+    from goose.exports import sglang as sglang_format
 
     with pytest.raises(GooseError) as e:
         call(sglang_format)
@@ -392,7 +392,7 @@ def test_an_sglang_size_of_any_integer_type_is_taken():
     import numpy as np
 
     from goose.engine.draft import Draft
-    from goose.engine.sglang_format import batch_to_sglang, from_sglang, to_sglang
+    from goose.exports.sglang import batch_to_sglang, from_sglang, to_sglang
 
     draft = Draft([5, 6, 7], [-1, 0, 1])
     assert to_sglang(draft, np.int64(4)) == to_sglang(draft, 4)
@@ -440,3 +440,16 @@ def test_api_gives_the_real_prompt_limit(model):
         msg = str(e.value)
         assert "shorten the prompt to 1020 tokens or fewer" in msg.lower() and "fewer than 1024" not in msg, msg
     assert len(goose.generate(model, [1] * 1020, method="ar", max_new_tokens=4, stop_at_eos=False).tokens) == 4
+
+
+@pytest.mark.parametrize("argv, says", [(["--size", "0"], "SGLang draft size must be an integer >= 1"),
+                                        (["--after", "-1"], "--after is a number of verified steps"),
+                                        (["--method", "goose@auto"], "give a fixed budget")])
+def test_the_sglang_export_command_refuses_in_one_line_before_any_model_loads(argv, says, capsys, monkeypatch):
+    from goose.exports import sglang
+
+    monkeypatch.setattr("goose.models.loading.load_model", lambda *a, **k: pytest.fail("loaded a model"))
+    with pytest.raises(SystemExit) as e:
+        sglang.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and says in err[0], err

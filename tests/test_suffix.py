@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import hf_greedy, spec_of
+from conftest import drafter_for, hf_greedy, spec_of
 from goose.baselines.suffix_decoding import SuffixDrafter
 
 from goose.drafting.suffix_cache import library
@@ -15,7 +15,7 @@ from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.methods.goose_suffix import GooseSuffixDrafter
 from goose.running.loop import generate
-from goose.running.registry import build_drafters, load_method, method_drafter
+from goose.running.registry import build_drafters, load_method
 from goose.running.timing import Timer
 from goose.storage.result_files import ReferenceStore, TimingStore
 
@@ -49,7 +49,7 @@ def test_the_library_draft_hangs_under_our_root():
 @pytest.mark.parametrize("memory", ["prompt", "run"])
 @pytest.mark.parametrize("method", ["suffix", "suffix-chain", "goose-suffix"])
 def test_lossless_and_drafts_are_walked(method, memory, tiny, prompts):
-    d = method_drafter(f"{method}:{memory}")[0]
+    d = drafter_for(f"{method}:{memory}")[0]
     assert d.config.memory == memory and d.capabilities.memory == (memory == "run")
     engine = Engine(tiny)
     walked = 0
@@ -94,7 +94,7 @@ def test_memory_prompt_clears_and_memory_run_remembers(method, tiny, prompts):
     engine = Engine(tiny)
 
     def after(memory, earlier):
-        d = method_drafter(f"{method}:{memory}")[0]
+        d = drafter_for(f"{method}:{memory}")[0]
         for p in earlier:
             generate(engine, p, d, 40)
         return drafts_of(d, engine, prompts[1])
@@ -112,7 +112,7 @@ def test_timed_repeats_start_from_the_state_the_prompt_found(spec, tiny, prompts
     engine = Engine(tiny)
 
     def measured(repeats):
-        d = method_drafter(spec)[0]
+        d = drafter_for(spec)[0]
         assert d.capabilities.memory
         timer = Timer(engine, spec_of(f"repeats={repeats}"), frozenset(), {}, ReferenceStore(tmp_path / "r"),
                       TimingStore(tmp_path / "t"))
@@ -133,8 +133,8 @@ def test_the_library_missing_is_a_clear_error_and_other_methods_run(monkeypatch,
     monkeypatch.setitem(sys.modules, "arctic_inference", None)
     for spec in ("suffix", "goose-suffix"):
         with pytest.raises(GooseError, match="arctic-inference"):
-            method_drafter(spec)
-    g = generate(Engine(tiny), prompts[0], method_drafter("goose")[0], 16)
+            drafter_for(spec)
+    g = generate(Engine(tiny), prompts[0], drafter_for("goose")[0], 16)
     assert g.tokens == hf_greedy(tiny, prompts[0], 16)
     # A default list (bench, gpu-check) leaves them out with a notice; a named one stops.
     assert list(build_drafters(["goose", "suffix", "tr:prompt"], skip_missing=True)) == ["goose@60:prompt",

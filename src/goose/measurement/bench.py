@@ -27,7 +27,7 @@ hf-greedy and hf-prompt-lookup then run Hugging Face's greedy loops on the same 
 
 Latency beside throughput: TTFT (time to first token) and TPOT (time per output token = (last token's time - first
 token's time) / (new tokens - 1), prefill excluded; none for a one-token answer), the median over every request of
-every repeat (experiments.bench_report). Hugging Face's loops report no first token's time: no latency there.
+every repeat (goose.measurement.bench_report). Hugging Face's loops report no first token's time: no latency there.
 
 --json OUT: the run as one file, written atomically when it ends (an earlier file at OUT is removed when the run
 starts, so a failed run leaves none): what it ran on (model, its path and fingerprint, dtype, device, threads,
@@ -42,6 +42,7 @@ import copy
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 
 import torch
 from tqdm import tqdm
@@ -69,55 +70,127 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return parse_flags(argv, description=__doc__)
 
 
+@dataclass
+class Setup:
+    """What one bench run measures, loaded and checked before anything is timed."""
+
+    args: argparse.Namespace
+    tok: object
+    device: torch.device
+    dtype: torch.dtype
+    prompts: list[tuple[str, list[int]]]  # (benchmark, token ids)
+    source: str
+    backends: list[str]
+    models: dict[str, object]  # backend -> model ("eager" always: HF greedy on it is the outside reference)
+    engines: dict[str, Engine]
+    ours: dict[str, dict]  # backend -> {method spec: armed drafter}
+    info: dict
+    costs: dict
+
+
+@dataclass
+class Timings:
+    """The timed passes: tokens and seconds per repeat, method and benchmark; latencies; steps and losslessness
+    from the first repeat."""
+
+    tokens: list[dict[str, dict[str, int]]]
+    seconds: list[dict[str, dict[str, float]]]
+    ttft: dict[str, list[float]]
+    tpot: dict[str, list[float]]
+    steps: dict[str, int]
+    lossless: dict[str, int]
+    same_as_eager: dict[str, int]
+    repeat_s: list[float]
+
+
 def main(argv: list[str] | None = None) -> None:
     """goose-bench: the run the command line asks for (`argv`, else sys.argv), printed (and written with --json)."""
     given = sys.argv[1:] if argv is None else list(argv)
     remove_stale(given)  # before parse: a refused command line leaves no earlier --json or --figure file either
     args = parse(given)
-    sampling = args.sampling
-
-    specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
     try:
-        if args.json:  # before anything is measured: OUT can be written, and no earlier file stands in for this run
-            bench_report.claim({"--json": args.json, "--figure": args.figure})
-        sys.path.extend(args.search_path)  # a user's drafter file may sit beside its YAML
-        extra = [f"model.path={args.model_path}"] if args.model_path else []
-        build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None)  # checked early
-        cfg = model_config(args.model, args.model_path)
-        model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
-        identity = identify_model(cfg)
-        backends = args.backends or list(dict.fromkeys(["eager", default_backend(device, dtype)]))
-        for b in backends:
-            check_backend(b, device, dtype)
-        if args.prompts:
-            from goose.benchmarks.builtin import prompts_file
-
-            named = [("prompts", p.id, tok(p.text).input_ids) for p in prompts_file(args.prompts)[: args.n_prompts]]
-            source = args.prompts
-        else:
-            n = args.n_prompts or DEFAULT_N_PROMPTS
-            named = [(b, p.id, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[:n]]
-            source = ", ".join(args.benchmarks)
-        check_lengths(named, Engine(model).max_positions, args.max_new_tokens)
-        prompts = [(b, ids) for b, _, ids in named]
-        if args.concurrency:
-            backend = (args.backends or [default_backend(device, dtype)])[0]
-            info = bench_report.ran_on(args, identity, device, dtype, [backend], len(prompts), source, given)
-            return run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling, identity,
-                                   backend, info)
-        info = bench_report.ran_on(args, identity, device, dtype, backends, len(prompts), source, given)
-        models = {b: model if b == "eager" else apply_backend(copy.deepcopy(model), b) for b in backends}
-        if "eager" not in models:  # HF greedy on the eager model stays the outside reference
-            models["eager"] = model
-        engines = {b: Engine(m) for b, m in models.items()}
-        costs = print_cost_curves(engines)
-        ours = {b: arm(build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None),
-                       lambda e=engines[b]: cost_curve(e, identity, device, dtype), tok, cfg.name) for b in backends}
+        setup = load(args, given)
     except GooseError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    stops = stop_ids(tok, model)
-    N = args.max_new_tokens
+    if setup is None:  # --concurrency: the concurrency sweep ran instead
+        return
+    model = setup.models["eager"]
+    stops = stop_ids(setup.tok, model)
+    runners, backend_of_row = make_runners(setup, stops)
+    names = list(runners)
+    drafters = {label(k, b): d for b in setup.backends for k, d in setup.ours[b].items()}
+    initial = {m: d.save_memory() for m, d in drafters.items()}  # empty; restored before every pass
+
+    def fresh_memory():
+        for m, d in drafters.items():
+            if initial[m] is not None:
+                d.restore_memory(initial[m])
+
+    timings = timed_passes(setup, runners, backend_of_row, fresh_memory)
+    table = print_table(setup, names, backend_of_row, timings)
+    profiled = profiled_pass(setup, drafters, backend_of_row, stops, fresh_memory)
+    if args.json:
+        bench_report.write(args.json, {**setup.info, "methods": names, "cost": setup.costs, "rows": table,
+                                       "repeat_s": timings.repeat_s,
+                                       "ar_same_as_eager": {b: timings.same_as_eager[b] for b in setup.backends
+                                                            if b != "eager"},
+                                       "profiled": profiled})
+        print(f"wrote {args.json}")
+
+
+def load(args: argparse.Namespace, given: list[str]) -> Setup | None:
+    """Drafters checked before the model loads, the model on each backend, the prompts checked against its context,
+    the cost curves, every method armed; None after running the concurrency sweep (--concurrency) instead."""
+    specs = list(dict.fromkeys(["ar", *(m for m in args.methods or DEFAULT_METHODS if m not in HF_METHODS)]))
+    if args.json:  # before anything is measured: OUT can be written, and no earlier file stands in for this run
+        bench_report.claim({"--json": args.json, "--figure": args.figure})
+    sys.path.extend(args.search_path)  # a user's drafter file may sit beside its YAML
+    extra = [f"model.path={args.model_path}"] if args.model_path else []
+    build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None)  # checked early
+    cfg = model_config(args.model, args.model_path)
+    model, tok, device, dtype = load_model(cfg, args.device, args.dtype)
+    identity = identify_model(cfg)
+    backends = args.backends or list(dict.fromkeys(["eager", default_backend(device, dtype)]))
+    for b in backends:
+        check_backend(b, device, dtype)
+    if args.prompts:
+        from goose.benchmarks.builtin import prompts_file
+
+        named = [("prompts", p.id, tok(p.text).input_ids) for p in prompts_file(args.prompts)[: args.n_prompts]]
+        source = args.prompts
+    else:
+        n = args.n_prompts or DEFAULT_N_PROMPTS
+        named = [(b, p.id, tok(p.text).input_ids) for b in args.benchmarks for p in load_prompts(b)[:n]]
+        source = ", ".join(args.benchmarks)
+    check_lengths(named, Engine(model).max_positions, args.max_new_tokens)
+    prompts = [(b, ids) for b, _, ids in named]
+    if args.concurrency:
+        backend = (args.backends or [default_backend(device, dtype)])[0]
+        info = bench_report.ran_on(args, identity, device, dtype, [backend], len(prompts), source, given)
+        run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, args.sampling, identity,
+                        backend, info)
+        return None
+    info = bench_report.ran_on(args, identity, device, dtype, backends, len(prompts), source, given)
+    models = {b: model if b == "eager" else apply_backend(copy.deepcopy(model), b) for b in backends}
+    if "eager" not in models:  # HF greedy on the eager model stays the outside reference
+        models["eager"] = model
+    engines = {b: Engine(m) for b, m in models.items()}
+    costs = print_cost_curves(engines)
+    ours = {b: arm(build_drafters(specs, args.model, args.search_path, extra, skip_missing=args.methods is None),
+                   lambda e=engines[b]: cost_curve(e, identity, device, dtype), tok, cfg.name) for b in backends}
+    return Setup(args, tok, device, dtype, prompts, source, backends, models, engines, ours, info, costs)
+
+
+def label(name: str, backend: str) -> str:
+    """A row's name: the method, and its backend when that is not eager."""
+    return name if backend == "eager" else f"{name} [{backend}]"
+
+
+def make_runners(setup: Setup, stops: frozenset[int]) -> tuple[dict, dict[str, str]]:
+    """Every row's runner (ids -> tokens, seconds, steps, latency): Hugging Face's greedy (and prompt lookup) loops
+    and our methods on each backend; and each row's backend."""
+    args, device, N, sampling = setup.args, setup.device, setup.args.max_new_tokens, setup.args.sampling
 
     def sync():
         if device.type == "cuda":
@@ -138,45 +211,33 @@ def main(argv: list[str] | None = None) -> None:
             return g.tokens, g.wall_s, g.steps, bench_report.latency_ms(g)
         return run
 
-    def label(name: str, backend: str) -> str:
-        return name if backend == "eager" else f"{name} [{backend}]"
-
     runners, backend_of_row = {}, {}
-    for b in dict.fromkeys(["eager", *backends]):
-        rows = {HF_METHODS[0]: hf(models[b], {})}
-        if b in backends and (not args.methods or HF_METHODS[1] in args.methods):
-            rows[HF_METHODS[1]] = hf(models[b], {"prompt_lookup_num_tokens": 10})
-        rows.update({k: mine(engines[b], d) for k, d in ours.get(b, {}).items()})
+    for b in dict.fromkeys(["eager", *setup.backends]):
+        rows = {HF_METHODS[0]: hf(setup.models[b], {})}
+        if b in setup.backends and (not args.methods or HF_METHODS[1] in args.methods):
+            rows[HF_METHODS[1]] = hf(setup.models[b], {"prompt_lookup_num_tokens": 10})
+        rows.update({k: mine(setup.engines[b], d) for k, d in setup.ours.get(b, {}).items()})
         for k, fn in rows.items():
             runners[label(k, b)] = fn
             backend_of_row[label(k, b)] = b
-    names = list(runners)
-    drafters = {label(k, b): d for b in backends for k, d in ours[b].items()}
+    return runners, backend_of_row
 
-    initial = {m: d.save_memory() for m, d in drafters.items()}  # empty; restored before every pass
 
-    def fresh_memory():
-        for m, d in drafters.items():
-            if initial[m] is not None:
-                d.restore_memory(initial[m])
-
+def timed_passes(setup: Setup, runners: dict, backend_of_row: dict[str, str], fresh_memory) -> Timings:
+    """A warm-up, then `--repeats` passes over the prompts, every method on each prompt in a rotating order."""
+    args, prompts, names = setup.args, setup.prompts, list(runners)
+    N, sampling = args.max_new_tokens, args.sampling
     for fn in runners.values():  # warm-up
         fn(prompts[0][1][:64])
-    print(f"{args.model} {str(dtype).replace('torch.', '')} on {device} ({torch.get_num_threads()} threads): "
-          f"{len(prompts)} prompts ({source}) x {N} new tokens, {args.repeats} repeat(s), "
+    print(f"{args.model} {str(setup.dtype).replace('torch.', '')} on {setup.device} ({torch.get_num_threads()} "
+          f"threads): {len(prompts)} prompts ({setup.source}) x {N} new tokens, {args.repeats} repeat(s), "
           + (f"sampling {sampling.label()} (hf-* run greedy on the same perturbed logits)" if not sampling.greedy
              else "greedy"), flush=True)
-
     benches = list(dict.fromkeys(b for b, _ in prompts))
-    # tok[rep][method][bench] and sec[...]; steps/lossless from the first repeat
-    tok_ = [{m: dict.fromkeys(benches, 0) for m in names} for _ in range(args.repeats)]
-    sec = [{m: dict.fromkeys(benches, 0.0) for m in names} for _ in range(args.repeats)]
-    ttft = {m: [] for m in names}  # ms, per request of every repeat
-    tpot = {m: [] for m in names}
-    steps = {m: 0 for m in names}
-    lossless = {m: 0 for m in names}
-    same_as_eager = dict.fromkeys(backends, 0)  # prompts where AR on a backend gives eager AR's tokens
-    repeat_s = []
+    t = Timings(tokens=[{m: dict.fromkeys(benches, 0) for m in names} for _ in range(args.repeats)],
+                seconds=[{m: dict.fromkeys(benches, 0.0) for m in names} for _ in range(args.repeats)],
+                ttft={m: [] for m in names}, tpot={m: [] for m in names}, steps=dict.fromkeys(names, 0),
+                lossless=dict.fromkeys(names, 0), same_as_eager=dict.fromkeys(setup.backends, 0), repeat_s=[])
     for rep in range(args.repeats):
         fresh_memory()
         t0 = time.perf_counter()
@@ -187,78 +248,87 @@ def main(argv: list[str] | None = None) -> None:
             outs = {}
             for m in names[k:] + names[:k]:
                 out, s, n, (first_ms, per_token_ms) = runners[m](ids)
-                tok_[rep][m][bench] += len(out)
-                sec[rep][m][bench] += s
-                ttft[m] += [first_ms] if first_ms is not None else []
-                tpot[m] += [per_token_ms] if per_token_ms is not None else []
+                t.tokens[rep][m][bench] += len(out)
+                t.seconds[rep][m][bench] += s
+                t.ttft[m] += [first_ms] if first_ms is not None else []
+                t.tpot[m] += [per_token_ms] if per_token_ms is not None else []
                 outs[m] = out
                 if rep == 0:
-                    steps[m] += n
+                    t.steps[m] += n
             if rep == 0:
                 for m in names:
-                    lossless[m] += int(outs[m] == outs[label("hf-greedy", backend_of_row[m])])
-                for b in backends:
+                    t.lossless[m] += int(outs[m] == outs[label("hf-greedy", backend_of_row[m])])
+                for b in setup.backends:
                     if b != "eager":
-                        same_as_eager[b] += int(outs[label("ar", b)] == outs["ar"]) if "ar" in outs else 0
-        repeat_s.append(time.perf_counter() - t0)
-        print(f"  repeat {rep + 1} done in {repeat_s[-1]:.0f} s", flush=True)
+                        t.same_as_eager[b] += int(outs[label("ar", b)] == outs["ar"]) if "ar" in outs else 0
+        t.repeat_s.append(time.perf_counter() - t0)
+        print(f"  repeat {rep + 1} done in {t.repeat_s[-1]:.0f} s", flush=True)
+    return t
+
+
+def print_table(setup: Setup, names: list[str], backend_of_row: dict[str, str], t: Timings) -> list[dict]:
+    """The results table (tokens/s median and spread, tau, latency, ratios within each repeat, losslessness),
+    printed; its rows, for --json."""
+    repeats, prompts = setup.args.repeats, setup.prompts
+    benches = list(dict.fromkeys(b for b, _ in prompts))
 
     def tps(rep, m, bench=None):
         bs = benches if bench is None else [bench]
-        return sum(tok_[rep][m][b] for b in bs) / sum(sec[rep][m][b] for b in bs)
-
-    def med_spread(vals):
-        return statistics.median(vals), min(vals), max(vals)
+        return sum(t.tokens[rep][m][b] for b in bs) / sum(t.seconds[rep][m][b] for b in bs)
 
     def ms(x):
         return "-" if x is None else f"{x:.1f}"
 
     table = []
-    if args.repeats:
-        print("\n| method | tokens/s (median, min-max) | tau | TTFT / TPOT p50 (ms) | x our AR | x HF greedy | "
-              "x HF prompt lookup | " + " | ".join(f"x AR {b}" for b in benches) + " | lossless |")
-        print("|---|---|---|---|---|---|---|" + "---|" * len(benches) + "---|")
-        for m in names:
-            t, lo, hi = med_spread([tps(r, m) for r in range(args.repeats)])
-            own = backend_of_row[m]
-            bases = {"ar": label("ar", own), "hf-greedy": "hf-greedy",
-                     "hf-prompt-lookup": label("hf-prompt-lookup", own)}
-            ratio = {
-                base: statistics.median([tps(r, m) / tps(r, row) for r in range(args.repeats)])
-                for base, row in bases.items() if row in names
-            }
-            per_b = [statistics.median([tps(r, m, b) / tps(r, bases["ar"], b) for r in range(args.repeats)])
-                     if bases["ar"] in names else None for b in benches]
-            total_tok = sum(tok_[0][m].values())
-            tau = f"{total_tok / steps[m]:.2f}" if steps[m] else "-"
-            ll = "ref" if m == label("hf-greedy", own) else f"{lossless[m]}/{len(prompts)}"
-            lat = {"ttft_p50_ms": bench_report.percentile(ttft[m], 0.5),
-                   "ttft_p95_ms": bench_report.percentile(ttft[m], 0.95),
-                   "tpot_p50_ms": bench_report.percentile(tpot[m], 0.5),
-                   "tpot_p95_ms": bench_report.percentile(tpot[m], 0.95)}
-            cells = [f"{t:.2f} ({lo:.2f}-{hi:.2f})", tau, f"{ms(lat['ttft_p50_ms'])} / {ms(lat['tpot_p50_ms'])}"]
-            cells += [f"{ratio[b]:.2f}" if b in ratio else "-" for b in ("ar", "hf-greedy", "hf-prompt-lookup")]
-            print(f"| {m} | " + " | ".join(cells + ["-" if x is None else f"{x:.2f}" for x in per_b] + [ll]) + " |")
-            table.append({"method": m, "backend": own, "tokens_per_s": t, "tokens_per_s_min": lo,
-                          "tokens_per_s_max": hi, "tokens_per_s_per_repeat": [tps(r, m) for r in range(args.repeats)],
-                          "tau": total_tok / steps[m] if steps[m] else None, **lat,
-                          **{f"x_{b}": ratio.get(b) for b in ("ar", "hf-greedy", "hf-prompt-lookup")},
-                          **{f"x_ar_{b}": x for b, x in zip(benches, per_b)}, "lossless": ll,
-                          "lossless_prompts": None if ll == "ref" else lossless[m]})
+    if not repeats:
+        return table
+    print("\n| method | tokens/s (median, min-max) | tau | TTFT / TPOT p50 (ms) | x our AR | x HF greedy | "
+          "x HF prompt lookup | " + " | ".join(f"x AR {b}" for b in benches) + " | lossless |")
+    print("|---|---|---|---|---|---|---|" + "---|" * len(benches) + "---|")
+    for m in names:
+        per_repeat = [tps(r, m) for r in range(repeats)]
+        med, lo, hi = statistics.median(per_repeat), min(per_repeat), max(per_repeat)
+        own = backend_of_row[m]
+        bases = {"ar": label("ar", own), "hf-greedy": "hf-greedy", "hf-prompt-lookup": label("hf-prompt-lookup", own)}
+        ratio = {base: statistics.median([tps(r, m) / tps(r, row) for r in range(repeats)])
+                 for base, row in bases.items() if row in names}
+        per_b = [statistics.median([tps(r, m, b) / tps(r, bases["ar"], b) for r in range(repeats)])
+                 if bases["ar"] in names else None for b in benches]
+        total_tok = sum(t.tokens[0][m].values())
+        tau = f"{total_tok / t.steps[m]:.2f}" if t.steps[m] else "-"
+        ll = "ref" if m == label("hf-greedy", own) else f"{t.lossless[m]}/{len(prompts)}"
+        lat = {"ttft_p50_ms": bench_report.percentile(t.ttft[m], 0.5),
+               "ttft_p95_ms": bench_report.percentile(t.ttft[m], 0.95),
+               "tpot_p50_ms": bench_report.percentile(t.tpot[m], 0.5),
+               "tpot_p95_ms": bench_report.percentile(t.tpot[m], 0.95)}
+        cells = [f"{med:.2f} ({lo:.2f}-{hi:.2f})", tau, f"{ms(lat['ttft_p50_ms'])} / {ms(lat['tpot_p50_ms'])}"]
+        cells += [f"{ratio[b]:.2f}" if b in ratio else "-" for b in ("ar", "hf-greedy", "hf-prompt-lookup")]
+        print(f"| {m} | " + " | ".join(cells + ["-" if x is None else f"{x:.2f}" for x in per_b] + [ll]) + " |")
+        table.append({"method": m, "backend": own, "tokens_per_s": med, "tokens_per_s_min": lo,
+                      "tokens_per_s_max": hi, "tokens_per_s_per_repeat": per_repeat,
+                      "tau": total_tok / t.steps[m] if t.steps[m] else None, **lat,
+                      **{f"x_{b}": ratio.get(b) for b in ("ar", "hf-greedy", "hf-prompt-lookup")},
+                      **{f"x_ar_{b}": x for b, x in zip(benches, per_b)}, "lossless": ll,
+                      "lossless_prompts": None if ll == "ref" else t.lossless[m]})
+    for b in setup.backends:
+        if b != "eager" and "ar" in names:
+            print(f"\nAR on {b} gives eager AR's tokens on {t.same_as_eager[b]}/{len(prompts)} prompts (a backend "
+                  "sums in another order; every method is compared with AR on its own backend)")
+    return table
 
-        for b in backends:
-            if b != "eager" and "ar" in names:
-                print(f"\nAR on {b} gives eager AR's tokens on {same_as_eager[b]}/{len(prompts)} prompts (a backend "
-                      "sums in another order; every method is compared with AR on its own backend)")
 
-    # Per-step overhead breakdown, from a separate profiled pass (syncs on).
+def profiled_pass(setup: Setup, drafters: dict, backend_of_row: dict[str, str], stops: frozenset[int],
+                  fresh_memory) -> dict:
+    """Per-step overhead breakdown, from a separate profiled pass (syncs on) over six prompts across the
+    benchmarks: forward, engine overhead, drafter, printed and returned per method."""
+    N, sampling = setup.args.max_new_tokens, setup.args.sampling
     print("\nper-step time, profiled pass (ms): forward | engine overhead (mask, top-k, walk, KV) | drafter | "
           "overhead share")
     width = max(map(len, drafters))
     profiled = {}
-    sample = prompts[:: max(1, len(prompts) // 6)]  # six prompts across the benchmarks
+    sample = setup.prompts[:: max(1, len(setup.prompts) // 6)]
     for m, d in drafters.items():
-        engine = engines[backend_of_row[m]]
+        engine = setup.engines[backend_of_row[m]]
         engine.profile = True
         fresh_memory()
         fw = ov = dr = 0.0
@@ -274,13 +344,7 @@ def main(argv: list[str] | None = None) -> None:
             per = [x / n * 1e3 for x in (fw, ov, dr)]
             profiled[m].update(forward_ms=per[0], engine_overhead_ms=per[1], drafter_ms=per[2], overhead_share=share)
             print(f"  {m:{width}s} {per[0]:8.2f} | {per[1]:6.2f} | {per[2]:6.2f} | {share * 100:5.1f}%")
-
-    if args.json:
-        bench_report.write(args.json, {**info, "methods": names, "cost": costs, "rows": table,
-                                     "repeat_s": repeat_s,
-                                     "ar_same_as_eager": {b: same_as_eager[b] for b in backends if b != "eager"},
-                                     "profiled": profiled})
-        print(f"wrote {args.json}")
+    return profiled
 
 
 def check_lengths(named: list[tuple[str, str, list[int]]], limit: int | None, max_new_tokens: int) -> None:
@@ -293,7 +357,7 @@ def check_lengths(named: list[tuple[str, str, list[int]]], limit: int | None, ma
 
 def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra, sampling, identity, backend,
                     info) -> None:
-    """--concurrency: every method at every concurrency against batched AR (experiments.concurrency_sweep), on one
+    """--concurrency: every method at every concurrency against batched AR (goose.measurement.concurrency_sweep), on one
     backend (the first of --backends, else auto)."""
     from goose.measurement import concurrency_sweep as concurrency
 

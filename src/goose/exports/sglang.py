@@ -4,11 +4,18 @@ hanging off the root, and a D x D mask whose row i marks node i and its ancestor
 returns these as flat arrays of a batch: ids [batch * D], masks [batch * D * D]). `to_sglang` keeps a draft's
 first D nodes in breadth-first order (ancestor-closed, so any D is a valid tree); `from_sglang` reads one back.
 Drafts that are not trees (Lookahead's window) have no such form.
+
+    python -m goose.exports.sglang --method goose@60 --size 8 --after 12
+
+prints one real draft in that form: a method's drafter after `--after` verified steps of the prompt, on a model
+config (SmolLM2 by default).
 """
 
 from __future__ import annotations
 
+import argparse
 import numbers
+import sys
 
 from goose.engine.draft import Draft
 from goose.errors import GooseError
@@ -141,3 +148,71 @@ def batch_to_sglang(drafts: list[Draft], size: int) -> tuple[list[int], list[int
         ids += t
         masks += [v for row in m for v in row]
     return ids, masks
+
+
+PROMPT = "def is_even(n): return n % 2 == 0. def is_odd(n): return"  # GOOSE finds a spine here within 12 steps
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line of `python -m goose.exports.sglang`."""
+    parser = argparse.ArgumentParser(prog="python -m goose.exports.sglang", description=main.__doc__)
+    parser.add_argument("--method", default="goose@60", help="NAME[@BUDGET][:MEMORY], a fixed budget (goose@60)")
+    parser.add_argument("--model", default="smollm2-135m", help="a model config (conf/model/)")
+    parser.add_argument("--prompt", default=PROMPT, help="the prompt's text (default: two small functions)")
+    parser.add_argument("--after", type=int, default=12, help="verified steps before the draft exported (default 12)")
+    parser.add_argument("--size", type=int, default=8, help="SGLang's draft size D, root included (default 8)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """One draft of a method in SGLang's form: the prompt prefilled, `--after` steps verified, the next draft
+    exported at size `--size` (ids, and the mask row by row)."""
+    args = parse(argv)
+    try:
+        check_size(args.size)
+        if args.after < 0:
+            raise GooseError(f"--after is a number of verified steps, 0 or more (got {args.after}).")
+        draft, committed = draft_after(args.method, args.model, args.prompt, args.after)
+        ids, mask = to_sglang(draft, args.size)
+    except GooseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(f"{args.method} on {args.model}, after {committed} committed token(s): a draft of {len(draft)} node(s), "
+          f"as SGLang verifies it at D={args.size}")
+    print(f"ids: {ids}")
+    print("mask (row i: node i and its ancestors):")
+    for row in mask:
+        print("  " + " ".join(map(str, row)))
+
+
+def draft_after(method: str, model: str, prompt: str, steps: int) -> tuple[Draft, int]:
+    """The draft `method` proposes after `steps` verified steps of `prompt` (greedy), and the tokens committed
+    by then."""
+    from goose.engine.single import Engine
+    from goose.models.loading import load_model, model_config, stop_ids
+    from goose.running.loop import Flight
+    from goose.running.registry import load_method, make_drafter, prepare_drafter
+
+    spec, budget = load_method(method, model)
+    if budget.auto:
+        raise GooseError(f"{method}: give a fixed budget (e.g. {spec.name}@60); budget=auto prunes against this "
+                         "machine's costs, SGLang's size is fixed.")
+    drafter = make_drafter(spec, budget)
+    cfg = model_config(model)
+    hf, tok, _, _ = load_model(cfg)
+    prepare_drafter(drafter, budget, tok, cfg.name)
+    engine = Engine(hf)
+    ids = tok(prompt).input_ids
+    caps = drafter.capabilities
+    flight = Flight(ids, drafter, steps + 64, stop_ids(tok, hf), engine.prefill(ids, topk=caps.topk if
+                                                                                caps.harvest_prefill else 0))
+    for _ in range(steps):
+        if flight.done:
+            break
+        draft = flight.propose()
+        flight.advance(draft, engine.verify(draft, topk=caps.topk))
+    return flight.propose(), len(flight.gen.tokens)
+
+
+if __name__ == "__main__":
+    main()
