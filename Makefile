@@ -82,7 +82,7 @@ install:
 demo: install
 	$(PYTHON) run.py
 
-# The test tiers, what each covers and how long it takes: docs/testing.md (tests/test_docs.py checks that `test`
+# The test tiers, what each covers and how long it takes: docs/testing.md (tests/repository/test_docs.py checks that `test`
 # runs every tier it describes, each as its own target does). `test` is what CI runs (.ci/run).
 # `test` installs no system package: the slurm tier, which does, is `make test-slurm` (CI runs both: .ci/run).
 TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
 from goose.analysis.claims import scorecard
 from goose.analysis.comparable import common_prompts
 from goose.analysis.concurrency import concurrency_table, plot_concurrency
@@ -25,7 +26,6 @@ from goose.analysis.synergy import plot_synergy, source_gap, synergy, synergy_pu
 from goose.analysis.tables import all_methods, suffix, table1, table2
 from goose.analysis.temperatures import plot_sampling, sampling, sampling_outputs
 from goose.analysis.writers import save_figure, write_table
-
 from goose.storage.metrics import FIXED
 
 __all__ = ["ARTIFACTS", "by", "load_rows", "make"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from goose.analysis.bootstrap import (
     COLUMNS,
     Statistic,
@@ -62,7 +63,6 @@ from goose.analysis.verdicts import (
     direction,
     size,
 )
-
 from goose.storage.metrics import FIXED
 
 HALF = ("float16", "bfloat16")  # where `numerics` (a near-tie decided the other way) is as good as exact

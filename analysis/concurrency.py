@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+
 from goose.analysis.comparable import all_scope
 from goose.analysis.pooling import method_rank, pooled
 

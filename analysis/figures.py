@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+
 from goose.analysis.paper import BUDGET_SWEEP, FIGURE1_MEDIANS, FIGURE1_SOURCES, FIGURE4_RANGE, GOOSE
 from goose.analysis.pooling import by, pooled
-
 from goose.storage.metrics import FIXED
 
 

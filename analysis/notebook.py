@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+
 from goose.analysis.artifacts import make, short_reason
 from goose.analysis.load import load_rows
 

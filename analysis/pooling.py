@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pandas as pd
-from goose.analysis.paper import METHOD_ORDER
 
+from goose.analysis.paper import METHOD_ORDER
 from goose.storage.metrics import summarize
 
 CONFIG = ["model", "method", "variant", "budget", "memory"]  # one configuration of a method

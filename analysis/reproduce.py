@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from goose.analysis.artifacts import ARTIFACTS, load_rows, make, short_reason
 
+from goose.analysis.artifacts import ARTIFACTS, load_rows, make, short_reason
 from goose.running.tracking import Tracker
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from functools import cache
 
 import pandas as pd
+
 from goose.analysis.load import cell_text
 from goose.analysis.paper import CLAIMS_BUDGET, PAPER_BENCHMARKS
-
 from goose.storage.metrics import FIXED
 
 DEFAULT = "default"

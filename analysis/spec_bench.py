@@ -15,9 +15,9 @@ import math
 import statistics
 
 import pandas as pd
+
 from goose.analysis.paper import SPEC_BENCH_VICUNA7B
 from goose.analysis.pooling import method_rank
-
 from goose.benchmarks.builtin import CATEGORY_ORDER
 from goose.storage.metrics import summarize
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+
 from goose.analysis.comparable import all_scope
 from goose.analysis.load import cell_text, paper_settings
 from goose.analysis.paper import (

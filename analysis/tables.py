@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+
 from goose.analysis.comparable import all_scope
 from goose.analysis.paper import (
     ABLATION_DELTA_PCT,
@@ -14,7 +15,6 @@ from goose.analysis.paper import (
     TABLE1_TAU,
 )
 from goose.analysis.pooling import CONFIG, by, lossless_cell, method_rank
-
 from goose.storage.metrics import FIXED
 
 

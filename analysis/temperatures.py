@@ -6,10 +6,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+
 from goose.analysis.comparable import all_scope
 from goose.analysis.load import SAMPLING
 from goose.analysis.pooling import CONFIG, by, lossless_cell, method_rank
-
 from goose.storage.result_files import ReferenceStore
 
 

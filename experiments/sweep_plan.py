@@ -17,9 +17,8 @@ import argparse
 import functools
 import itertools
 
-from goose.experiments.claims_plan import DEFAULT_TAU, PARAMS_B, grid
-
 from goose.errors import GooseError
+from goose.experiments.claims_plan import DEFAULT_TAU, PARAMS_B, grid
 
 # PROFILE=local: seconds per decoded token (the method's, and AR's where it is timed beside it) plus seconds per
 # run (start, model load, references), from `make reproduce-table1 PROFILE=local` on this 2-core machine (#61:

@@ -111,8 +111,9 @@ def run_goose(capsys):
 @pytest.fixture(scope="session")
 def store(tmp_path_factory):
     """A small REST datastore built with the tiny model's byte tokenizer."""
-    from goose.baselines.rest import build
     from tiny import byte_tokenizer
+
+    from goose.baselines.rest import build
 
     corpus = tmp_path_factory.mktemp("corpus")
     (corpus / "a.py").write_text("def add(a, b):\n    return a + b\n\n" * 5)
@@ -121,3 +122,15 @@ def store(tmp_path_factory):
     meta = build(byte_tokenizer(), "tiny", str(corpus), out, None, 10_000)
     assert meta["documents"] == 2 and meta["tokens"] > 100
     return out
+
+
+def many_prompts():
+    g = torch.Generator().manual_seed(3)
+    base = torch.randint(0, 250, (9,), generator=g).tolist()
+    return [base * 3, torch.randint(0, 250, (31,), generator=g).tolist(), base[:4] * 5, [7, 8, 9],
+            (base[2:7] + [1, 1]) * 4, torch.randint(0, 250, (12,), generator=g).tolist()]
+
+
+# GOOSE's ablations as Config overrides: every one lossless (test_goose_parts, the slow tier)
+ABLATIONS = [dict(), dict(rho=0.0), dict(bigram=False), dict(use_confidence=False), dict(prefill_harvest=False),
+             dict(context_spine=False), dict(spine_continuation=False)]

@@ -131,7 +131,7 @@ class Drafter:
     or `capabilities` asks: concurrency > 1 (`spawn`, `share_with`, `skipped`), memory=run (`save_memory`,
     `restore_memory`), budget=auto (`enable_auto_budget`, `sized_by_batch`), trace=true (`enable_trace`,
     `take_trace`), token data of its own (`bind_tokenizer`). docs/engine.md tabulates every member
-    (tests/test_contract_table.py keeps the table whole).
+    (tests/drafting/test_contract_table.py keeps the table whole).
     """
 
     name = "ar"
@@ -178,7 +178,7 @@ class Drafter:
 
     def share_with(self, other: Drafter) -> None:
         """Hand `other` (a fresh drafter of this class) what the requests in flight share: under memory=run
-        what is kept across prompts (tests/test_contract.py checks that a spawned drafter sees it)."""
+        what is kept across prompts (tests/drafting/test_contract.py checks that a spawned drafter sees it)."""
 
     def skipped(self, context: list[int]) -> None:
         """A step verified without a draft of this drafter (a batch that drafts nothing while no width pays):

@@ -11,7 +11,7 @@ Why the attention change: with a mask (every tree verification) and more than on
 transformers' SDPA path copies each layer's whole key/value cache into one head per query head
 (`repeat_kv`, grouped-query models such as SmolLM2 and Llama 3) before attending, a copy as large as
 the cache at every layer and forward. PyTorch's CPU kernel takes the grouped heads as they are
-(`enable_gqa`) and computes the same numbers (checked in tests/test_backends.py).
+(`enable_gqa`) and computes the same numbers (checked in tests/engine/test_backends.py).
 
 A backend changes the floating-point order of the sums, so its tokens are compared with AR on the same
 backend only: the backend is part of every config hash, reference key and timing key.

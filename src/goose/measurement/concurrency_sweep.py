@@ -68,7 +68,6 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
     is in half precision (AR in each dtype are compared too). `info`: what the run ran on
     (bench_report.ran_on), the head of the --json file."""
     from goose.engine.single import Engine
-    from goose.running.registry import prepare_drafter
 
     N, levels = args.max_new_tokens, sorted(set(args.concurrency))
     single = Engine(model)
@@ -87,13 +86,7 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
     empty = {"ar": None, **{n: d.save_memory() if d.capabilities.memory else None for n, (d, _) in built.items()}}
     for c in levels:
         engine = BatchEngine(model, c)
-        templates = {"ar": Drafter()}
-        for name, (d, b) in built.items():
-            d = d.spawn()  # a fresh one per concurrency: nothing learned at another carries over
-            if c == 1:  # as alone: budget=auto prunes each draft on the cost curve
-                templates[name] = prepare_drafter(d, b, tok, args.model, cost_at_one)
-            else:  # the batch picks each request's width per step from the cost surface
-                templates[name] = prepare_drafter(d, b, tok, args.model, lambda: surface.curve(1), defer=True)
+        templates = armed_at(c, built, tok, args.model, cost_at_one, surface)
         initial = empty
         decode_batch(engine, [Request(ids, Drafter(), 8) for _, ids in prompts[:c]], stops, sampling)  # warm-up
         for rep in range(args.repeats):
@@ -111,21 +104,7 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
                     cell.ttft_ms += [ttft] if ttft is not None else []
                     cell.tpot_ms += [tpot] if tpot is not None else []
                 if rep == 0:
-                    for g, ref in zip(gens, refs):
-                        v = classify(g, ref, dtype)
-                        cell.exact += v.kind == EXACT
-                        cell.numerics += v.kind == NUMERICS
-                        cell.diverged += v.kind not in (EXACT, NUMERICS)
-                        if v.kind != EXACT:
-                            cell.margins.append((v.margin, v.ar_margin, v.gap, v.ar_gap))
-                            print(f"    {name} at concurrency {c}: {v.kind} at token {v.index}, margin {v.margin} "
-                                  f"here, {v.ar_margin} in AR; gap to the other's token {v.gap} here, {v.ar_gap} "
-                                  "in AR", flush=True)
-                        cell.tokens += len(g.tokens)
-                        cell.steps += g.steps
-                        cell.widths += g.widths
-                    print(f"    {name} at concurrency {c}: {walls[name][0]} tokens, exact {cell.exact} / numerics "
-                          f"{cell.numerics} / diverged {cell.diverged}", flush=True)
+                    against_references(cell, gens, refs, dtype)
             ar_tps = walls["ar"][0] / walls["ar"][1]
             for name, (n_tok, wall) in walls.items():
                 cells[(name, c)].tokens_per_s.append(n_tok / wall)
@@ -135,22 +114,64 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
     out = [cell.summary() for cell in cells.values()]
     report(out, levels, names, len(prompts), ar_alone)
     if args.json:
-        alone = [bench_report.latency_ms(r) for r in refs]
         head = info or bench_report.ran_on(args, identity, device, dtype, [], len(prompts), None)
-        bench_report.write(args.json, {
-            **head, "max_new_tokens": N, "repeats": args.repeats, "concurrency": levels,
-            "backend": getattr(model, "goose_backend", "eager"), "methods": names,
-            "ar_alone_single_engine_tokens_per_s": ar_alone,
-            "ar_alone_single_engine_ttft_p50_ms": bench_report.percentile([a for a, _ in alone], 0.5),
-            "ar_alone_single_engine_tpot_p50_ms": bench_report.percentile([t for _, t in alone], 0.5),
-            "cells": out, "ar_against_float32": half})
-        print(f"wrote {args.json}")
-        if args.figure:
-            from goose.analysis.concurrency import plot_bench
-
-            plot_bench(json.loads(Path(args.json).read_text())).savefig(args.figure, dpi=120, bbox_inches="tight")
-            print(f"wrote {args.figure}")
+        write_json(args, head, model, names, levels, refs, ar_alone, out, half)
     return out
+
+
+def armed_at(c: int, built: dict, tok, model_name: str, cost_at_one, surface) -> dict:
+    """Every method's template at concurrency `c`, AR's included: a fresh drafter per concurrency (nothing learned
+    at another carries over), armed as alone at 1 (budget=auto prunes each draft on the cost curve) and for the
+    batch above (which picks each request's width per step from the cost surface)."""
+    from goose.running.registry import prepare_drafter
+
+    templates = {"ar": Drafter()}
+    for name, (d, b) in built.items():
+        d = d.spawn()
+        if c == 1:
+            templates[name] = prepare_drafter(d, b, tok, model_name, cost_at_one)
+        else:
+            templates[name] = prepare_drafter(d, b, tok, model_name, lambda: surface.curve(1), defer=True)
+    return templates
+
+
+def against_references(cell: Cell, gens, refs, dtype) -> None:
+    """A method's first pass at one concurrency against unbatched AR: exact, numerics or diverged per request
+    (each non-exact one said), and the tokens, steps and widths its tau and width come from."""
+    for g, ref in zip(gens, refs):
+        v = classify(g, ref, dtype)
+        cell.exact += v.kind == EXACT
+        cell.numerics += v.kind == NUMERICS
+        cell.diverged += v.kind not in (EXACT, NUMERICS)
+        if v.kind != EXACT:
+            cell.margins.append((v.margin, v.ar_margin, v.gap, v.ar_gap))
+            print(f"    {cell.method} at concurrency {cell.concurrency}: {v.kind} at token {v.index}, margin "
+                  f"{v.margin} here, {v.ar_margin} in AR; gap to the other's token {v.gap} here, {v.ar_gap} in AR",
+                  flush=True)
+        cell.tokens += len(g.tokens)
+        cell.steps += g.steps
+        cell.widths += g.widths
+    print(f"    {cell.method} at concurrency {cell.concurrency}: {sum(len(g.tokens) for g in gens)} tokens, exact "
+          f"{cell.exact} / numerics {cell.numerics} / diverged {cell.diverged}", flush=True)
+
+
+def write_json(args, head: dict, model, names: list[str], levels: list[int], refs, ar_alone: float, out: list[dict],
+               half: dict | None) -> None:
+    """--json: the run and every cell; --figure: the plot drawn from that file."""
+    alone = [bench_report.latency_ms(r) for r in refs]
+    bench_report.write(args.json, {
+        **head, "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "concurrency": levels,
+        "backend": getattr(model, "goose_backend", "eager"), "methods": names,
+        "ar_alone_single_engine_tokens_per_s": ar_alone,
+        "ar_alone_single_engine_ttft_p50_ms": bench_report.percentile([a for a, _ in alone], 0.5),
+        "ar_alone_single_engine_tpot_p50_ms": bench_report.percentile([t for _, t in alone], 0.5),
+        "cells": out, "ar_against_float32": half})
+    print(f"wrote {args.json}")
+    if args.figure:
+        from goose.analysis.concurrency import plot_bench
+
+        plot_bench(json.loads(Path(args.json).read_text())).savefig(args.figure, dpi=120, bbox_inches="tight")
+        print(f"wrote {args.figure}")
 
 
 def half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) -> dict:

@@ -206,7 +206,7 @@ def load_tokenizer(cfg, identity: ModelIdentity | None = None, dtype: torch.dtyp
 def load_model(cfg, device: str = "auto", dtype: str = "auto", identity: ModelIdentity | None = None):
     """Return (model, tokenizer, device, dtype) for a model config. The weights are loaded straight in `dtype`
     (a float16 checkpoint peaks at about its size above the process's baseline, never through float32; a GGUF
-    is converted once to `dtype` itself, tests/test_memory.py)."""
+    is converted once to `dtype` itself, tests/models/test_load_memory.py)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dev = resolve_device(device if device != "auto" else cfg.device)

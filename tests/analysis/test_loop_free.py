@@ -1,0 +1,64 @@
+"""The loop-free window (goose.analysis.loops) on hand-computed answers, and the claims read on it: where an answer
+starts repeating itself, how many forwards produced the tokens before that, and a claim whose lead comes from a
+loop that the window reading does not grant."""
+
+import pytest
+
+from goose.analysis.claims import LOOP_FREE, PROTOCOL, scorecard
+from goose.analysis.load import load_rows
+from goose.analysis.loops import loop_start, window_forwards
+from goose.storage.result_files import OutputsFile, ResultsFile
+
+
+@pytest.mark.parametrize("tokens, span, start", [
+    (list(range(10)), 3, 10),  # nothing repeats: the whole answer
+    ([1, 2, 3, 4, 1, 2, 3, 5], 3, 4),  # 1 2 3 again at 4
+    ([1, 2, 3, 4, 1, 2, 5, 6], 3, 8),  # only 2 tokens repeat: a phrase, not a loop
+    ([7, 7, 7, 7], 2, 1),  # 7 7 at 1 overlaps its first occurrence at 0: still a repeat
+    ([], 32, 0),
+])
+def test_the_loop_starts_at_the_first_span_that_occurred_before(tokens, span, start):
+    assert loop_start(tokens, span) == start
+
+
+@pytest.mark.parametrize("origins, length, forwards", [
+    (["bonus", "spine", "spine", "bonus", "branch", "bonus"], 6, 3),  # prefill, then two forwards
+    (["bonus", "spine", "spine", "bonus", "branch", "bonus"], 4, 2),  # ends on a forward's bonus
+    (["bonus", "spine", "spine", "bonus", "branch", "bonus"], 2, 2),  # ends inside the second forward's drafts
+    (["bonus"], 0, 0),
+])
+def test_the_window_counts_the_forwards_that_produced_it(origins, length, forwards):
+    assert window_forwards(origins, length) == forwards
+
+
+def _run(root, method, answers, config):
+    """One configuration's rows and outputs records: answers[i] = (tokens, origins)."""
+    folder = root / "m" / "humaneval" / method / config
+    rows, outputs = ResultsFile(folder / "results.csv"), OutputsFile(folder / "outputs.jsonl")
+    for i, (tokens, origins) in enumerate(answers):
+        outputs.append(str(i), config, "p", tokens, [str(t) for t in tokens], origins)
+        rows.append({"model": "m", "benchmark": "humaneval", "method": method, "budget": "60", "prompt_id": str(i),
+                     "new_tokens": len(tokens), "steps": origins.count("bonus") + (origins[-1] != "bonus"),
+                     "tau": 1.0, "wall_s": 1.0, "tokens_per_s": 1.0, "lossless": True, "equality": "exact",
+                     "config_hash": config, "speedup_source": "none", "timed_at": "2026-12-03T10:00:00+0000",
+                     "device_name": "cpu", "threads": 1, "dtype": "float32", "model_fingerprint": "abcdef0123",
+                     "prompts_fingerprint": "p", "max_new_tokens": 512, "benchmark.paper_max_new_tokens": 512})
+
+
+def test_a_lead_made_in_the_loop_is_not_granted_by_the_window(tmp_path):
+    """GOOSE and Iso(3) give the same 100-token answer: 40 fresh tokens, then a loop. Both take 20 forwards over the
+    fresh part; in the loop GOOSE copies 10 tokens a forward, Iso(3) 2. On the whole answer GOOSE is far ahead; on
+    the loop-free window the two are equal."""
+    fresh = list(range(100, 140))
+    tokens = fresh + fresh[:40] + fresh[:20]  # the loop starts at 40
+    head = ["bonus", "branch"] * 20  # 20 forwards, 2 tokens each
+    goose = head + (["spine"] * 9 + ["bonus"]) * 6  # 6 forwards over the 60 looped tokens
+    iso = head + ["branch", "bonus"] * 30  # 30 forwards over them
+    root = tmp_path / "r"
+    _run(root, "goose", [(tokens, goose)] * 4, "goose-60")
+    _run(root, "iso3", [(tokens, iso)] * 4, "iso3-60")
+    card = scorecard(load_rows(root)).set_index(["reading", "claim", "comparison"])
+    whole = card.loc[(PROTOCOL, 3, "goose vs iso3")]
+    assert whole.effect == pytest.approx((50 / 26 - 1) * 100)  # 100 tokens / 26 forwards against / 50
+    window = card.loc[(LOOP_FREE, 3, "goose vs iso3")]
+    assert window.effect == pytest.approx(0.0) and window.verdict != "holds"

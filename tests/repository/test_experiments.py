@@ -1,0 +1,57 @@
+"""experiments/README.md cannot drift: each target's sweeps exist for both profiles, its artifacts are registered in
+the analysis, its sweeps and artifacts are the Makefile's, and its time is the one `make help` states."""
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def rows() -> list[tuple[str, list[str], list[str], str]]:
+    text = (ROOT / "experiments" / "README.md").read_text()
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\| `make reproduce-([\w-]+)` \| (.*?) \| (.*?) \| (.*?) \|$", line)
+        if m:
+            target, sweeps, artifacts, time = m.groups()
+            out.append((target, re.findall(r"[\w-]+", sweeps.split("(")[0]),
+                        re.findall(r"\w+", artifacts.split("(")[0]), time))
+    return out
+
+
+def test_every_reproduce_target_is_in_the_table():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^reproduce-([\w-]+):", makefile, re.M)) | set(re.findall(r"^EXPERIMENT_([\w-]+) =",
+                                                                                         makefile, re.M))
+    targets -= {"all", "%"}
+    assert {t for t, *_ in rows()} == targets
+
+
+def test_each_row_names_what_the_makefile_runs_and_what_exists():
+    from goose.analysis.artifacts import ARTIFACTS
+
+    makefile = (ROOT / "Makefile").read_text()
+    for target, sweeps, artifacts, _ in rows():
+        for sweep in sweeps:
+            for profile in ("local", "paper"):
+                assert (ROOT / "experiments" / f"{sweep}-{profile}.yaml").is_file(), (target, sweep, profile)
+        assert all(a in ARTIFACTS for a in artifacts), (target, artifacts)
+        if m := re.search(rf"^EXPERIMENT_{re.escape(target)} = (.*)$", makefile, re.M):
+            assert sweeps == [m.group(1).strip()], target
+            art = re.search(rf"^ARTIFACT_{re.escape(target)} = (.*)$", makefile, re.M).group(1).split()
+            assert artifacts == art, target
+        elif target != "claims":  # the explicit targets: every sweep and artifact appears in the recipe
+            recipe = re.search(rf"^reproduce-{re.escape(target)}:\n((?:\t.*\n|\s*\n)+)", makefile, re.M).group(1)
+            assert all(f"+experiment={s}-$(PROFILE)" in recipe for s in sweeps), target
+            assert all(re.search(rf"reproduce .*\b{a}\b", recipe) for a in artifacts), target
+
+
+def test_each_time_is_the_one_make_help_states():
+    out = subprocess.run(["make", "--no-print-directory", "help", "PYTHON=python3"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    for target, _, _, time in rows():
+        if target == "claims":
+            continue
+        said = re.search(rf"^  reproduce-{re.escape(target)}\s+.*?; (about [\d.]+ (?:min|hours))$", out, re.M)
+        assert said and said.group(1) == time, (target, time, said and said.group(1))
