@@ -134,10 +134,10 @@ data:
 # REST's datastores: the offline one is built here when missing; the paper's needs network once.
 datastore-local:
 	@test -f $(GOOSE_CACHE)/datastores/smollm2-135m-stdlib/meta.json || \
-	  $(PYTHON) -m goose.baselines.rest build --model smollm2-135m --max-tokens 3000000
+	  $(PYTHON) -m goose.baselines.rest_datastore build --model smollm2-135m --max-tokens 3000000
 datastore-paper:
 	@test -f $(GOOSE_CACHE)/datastores/vicuna-7b-hf_stingning_ultrachat/meta.json || \
-	  $(PYTHON) -m goose.baselines.rest build --model vicuna-7b --corpus hf:stingning/ultrachat
+	  $(PYTHON) -m goose.baselines.rest_datastore build --model vicuna-7b --corpus hf:stingning/ultrachat
 
 # Each reproduce target says first what it runs, where its rows and artifacts go and about how long it takes.
 PLAN = $(PYTHON) -m goose.experiments.sweep_plan --profile $(PROFILE) --results $(RESULTS) --out $(ARTIFACTS_OUT)

@@ -113,7 +113,7 @@ def store(tmp_path_factory):
     """A small REST datastore built with the tiny model's byte tokenizer."""
     from tiny import byte_tokenizer
 
-    from goose.baselines.rest import build
+    from goose.baselines.rest_datastore import build
 
     corpus = tmp_path_factory.mktemp("corpus")
     (corpus / "a.py").write_text("def add(a, b):\n    return a + b\n\n" * 5)

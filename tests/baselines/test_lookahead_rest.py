@@ -7,7 +7,8 @@ from conftest import hf_greedy
 from tiny import byte_tokenizer
 
 from goose.baselines.lookahead import LookaheadDrafter, NGramPool, window_visibility
-from goose.baselines.rest import Datastore, RestDrafter, draft_trie, suffix_array
+from goose.baselines.rest import RestDrafter, draft_trie
+from goose.baselines.rest_datastore import Datastore, suffix_array
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.running.loop import generate
@@ -83,7 +84,7 @@ def test_datastore_round_trip_and_retrieval(store):
 
 
 def test_rest_errors(store, tmp_path):
-    with pytest.raises(GooseError, match="python -m goose.baselines.rest build"):
+    with pytest.raises(GooseError, match="python -m goose.baselines.rest_datastore build"):
         RestDrafter(datastore=str(tmp_path / "none"))
     with pytest.raises(GooseError, match="tokenizer"):
         RestDrafter(datastore=str(store)).bind_tokenizer(OtherVocab(), "tiny")
@@ -102,7 +103,7 @@ def test_rest_builds_its_offline_default_once_on_first_use(tiny, prompts, tmp_pa
 
     from tiny import byte_tokenizer
 
-    import goose.baselines.rest as rest
+    import goose.baselines.rest_datastore as rest
 
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(rest, "FIRST_USE_TOKENS", 4000)

@@ -131,7 +131,7 @@ class IdTokenizer:
 def answers(case, tmp_path_factory):
     """(a REST datastore of every prompt followed by its greedy answer, its tokenizer): random prompts match no
     corpus, so REST drafts here, some continuations right, some not."""
-    from goose.baselines.rest import build
+    from goose.baselines.rest_datastore import build
 
     corpus = tmp_path_factory.mktemp(f"answers-{case.kind}")
     for i, (p, want) in enumerate(zip(case.prompts, case.greedy)):

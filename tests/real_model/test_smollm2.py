@@ -42,7 +42,8 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
     from goose.baselines.balanced_tree import BalancedTreeDrafter
     from goose.baselines.lookahead import LookaheadDrafter
     from goose.baselines.pld import PromptLookupDrafter
-    from goose.baselines.rest import RestDrafter, build
+    from goose.baselines.rest import RestDrafter
+    from goose.baselines.rest_datastore import build
     from goose.baselines.suffix_decoding import SuffixDrafter
     from goose.baselines.token_recycling import TokenRecyclingDrafter
     from goose.benchmarks.prompts import load_prompts

@@ -121,7 +121,7 @@ def test_a_rebuilt_rest_datastore_is_another_configuration(tiny_folder, tmp_path
     """The datastore was not in the hash: rebuilding it at the same path resumed the old rows under one hash."""
     from tiny import byte_tokenizer
 
-    from goose.baselines.rest import build
+    from goose.baselines.rest_datastore import build
 
     ds = tmp_path / "ds"
     shutil.copytree(store, ds)
