@@ -97,3 +97,8 @@ class RestDrafter(TreeDrafter):
                     where[prefix] = nodes.add(where[prefix[:-1]], prefix[-1], RETRIEVAL)
                 break
         return self.finish(nodes)
+
+
+if __name__ == "__main__":  # the builder's old address: say where it went rather than exit 0 having built nothing
+    raise SystemExit("error: the REST datastore builder moved: python -m goose.baselines.rest_datastore build "
+                     "--model MODEL [--corpus ...] [--out DIR]")

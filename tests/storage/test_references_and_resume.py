@@ -319,9 +319,12 @@ def test_prompt_file_and_quoted_prompt_take_any_characters(tiny_folder, tmp_path
 @pytest.mark.integration
 def test_rest_build_and_bench_refuse_unknown_names(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    r = subprocess.run([sys.executable, "-m", "goose.baselines.rest", "build", "--model", "nonexistent",
+    r = subprocess.run([sys.executable, "-m", "goose.baselines.rest_datastore", "build", "--model", "nonexistent",
                         "--out", str(tmp_path / "s")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown model 'nonexistent'" in r.stderr and "smollm2-135m" in r.stderr
+    old = subprocess.run([sys.executable, "-m", "goose.baselines.rest", "build", "--model", "smollm2-135m"], cwd=ROOT,
+                         env=env, capture_output=True, text=True)  # the builder's old address says where it went
+    assert old.returncode == 1 and "python -m goose.baselines.rest_datastore build" in old.stderr
     for flag, name, valid in [("--model", "nope", "smollm2-135m"), ("--benchmarks", "humaneva", "humaneval"),
                               ("--methods", "gose", "goose-no-bigram")]:
         b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", flag, name], cwd=ROOT, env=env,
