@@ -2,6 +2,7 @@
 install, else the copies a wheel ships inside the package, goose/conf and goose/experiments; see pyproject.toml)
 and goose's cache."""
 
+import functools
 import os
 from pathlib import Path
 
@@ -13,15 +14,11 @@ EXPERIMENTS = next((p for p in (REPO_ROOT / "experiments", _HERE / "experiments"
                    REPO_ROOT / "experiments")
 
 
-_REGISTERED: list[Path] = []
-
-
+@functools.cache
 def register_experiments() -> None:
     """Make experiments/*.yaml the Hydra group `experiment` (`+experiment=NAME`), each in the global package as
     its `# @package _global_` header says. The experiments live in their own top-level folder, not in conf/, so
-    they are given to Hydra's config store; call this before composing (idempotent)."""
-    if _REGISTERED:
-        return
+    they are given to Hydra's config store; call this before composing (once per process: cached)."""
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
@@ -29,7 +26,6 @@ def register_experiments() -> None:
     for f in sorted(EXPERIMENTS.glob("*.yaml")):
         store.store(group="experiment", name=f.stem, node=OmegaConf.load(f), package="_global_",
                     provider="goose.experiments")
-    _REGISTERED.append(EXPERIMENTS)
 
 
 def config_names(group: str, search_path=()) -> list[str]:

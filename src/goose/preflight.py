@@ -196,7 +196,6 @@ def _sweep_jobs(argv: list[str]) -> tuple[list[list[str]], list[str]] | None:
         fixed = [o.input_line for o in parser.parse_overrides(args) if not o.is_sweep_override()]
         params = _hydra_config(fixed).hydra.sweeper.params or {}
         lines = [f"{k}={v}" for k, v in params.items()] + args
-        register_experiments()  # _hydra_config did; said again so the config loader below sees them
         with initialize_config_dir(str(CONF), version_base="1.3"):
             parsed = OverridesParser.create(GlobalHydra.instance().config_loader()).parse_overrides(lines)
             values: dict[str, list[str]] = {}
