@@ -5,7 +5,8 @@ import torch
 from conftest import hf_greedy
 
 from goose.engine.draft import Draft, ancestor_matrix, greedy_walk
-from goose.engine.single import Engine, check_supported
+from goose.engine.layouts import check_supported
+from goose.engine.single import Engine
 from goose.running.loop import Drafter, commit, generate
 
 

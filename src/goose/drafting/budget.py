@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ import torch
 from goose.drafting.tree import TreeNodes
 from goose.engine.backends import device_name
 from goose.errors import GooseError
+from goose.paths import cache_root
 
 if TYPE_CHECKING:
     from goose.core.identity import ModelIdentity
@@ -73,11 +75,28 @@ def interpolate(xs: list[int], ys: list[float], x: float) -> float:
     return ys[i - 1] + f * (ys[i] - ys[i - 1])
 
 
-class CostCurve:
+class StoredProfile:
+    """A measured profile that round-trips through its JSON file: `FIELDS` are both its constructor's parameters and
+    its attributes (a field a file lacks takes the constructor's default)."""
+
+    FIELDS: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps({f: getattr(self, f) for f in self.FIELDS})
+
+    @classmethod
+    def load(cls, path: Path):
+        d = json.loads(Path(path).read_text())
+        return cls(**{f: d[f] for f in cls.FIELDS if f in d})
+
+
+class CostCurve(StoredProfile):
     """Seconds per verification as a function of the number of nodes, linearly interpolated; `seconds` after
     the first of `contexts` tokens of prefix. Measured after several contexts (`by_context`, one row of seconds
     per context), cost(t, context) is also linear in the context between them, and beyond the last continues
     the last two's slope (attention grows linearly with the prefix); before the first, the first."""
+
+    FIELDS = ("widths", "seconds", "contexts", "by_context")
 
     def __init__(self, widths: list[int], seconds: list[float], contexts: list[int] | None = None,
                  by_context: list[list[float]] | None = None):
@@ -94,15 +113,6 @@ class CostCurve:
         c = self.contexts
         i = min(bisect.bisect_left(c, context), len(c) - 1)  # the segment [c[i-1], c[i]], or the last one
         return at[i - 1] + (at[i] - at[i - 1]) * (context - c[i - 1]) / (c[i] - c[i - 1])
-
-    def to_json(self) -> str:
-        return json.dumps({"widths": self.widths, "seconds": self.seconds, "contexts": self.contexts,
-                           "by_context": self.by_context})
-
-    @classmethod
-    def load(cls, path: Path) -> CostCurve:
-        d = json.loads(Path(path).read_text())
-        return cls(d["widths"], d["seconds"], d.get("contexts"), d.get("by_context"))
 
 
 def score_bucket(score: float) -> int:
@@ -255,8 +265,6 @@ def cached_profile(name: str) -> Path | None:
     """The cached profile `name` (a cost curve's or surface's file under the cache's profiles/), or None. A file of
     the older name, which began with the model's label (`<label>-<name>`, so a model under another file name was
     measured again), is taken over under `name` (copied; the old file is left, never read again)."""
-    from goose.paths import cache_root
-
     folder = cache_root() / "profiles"
     path = folder / name
     if path.is_file():
@@ -335,8 +343,6 @@ def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype
     once and cached, keyed by the model's content, device, dtype, threads, backend, torch version, the engine's
     cost revision and the contexts (`profile_key`). Before measuring it says what it measures and about how long
     that takes, and shows a progress bar over the timed forwards."""
-    from goose.paths import cache_root
-
     room = getattr(engine, "max_positions", None)  # a model of short context: the widths and contexts that fit
     widths = [w for w in DEFAULT_WIDTHS if room is None or 2 * w <= room] or [1]
     contexts = [c for c in CURVE_CONTEXTS if room is None or c + widths[-1] <= room] or [room - widths[-1]]
@@ -366,8 +372,6 @@ def round_spread(rounds: list[list[float]]) -> float:
     """How far apart the slowest and the fastest round are (1.0: alike). A round's factor is the median,
     over the widths, of its time over that width's median time, so a busy spell counts as much while the
     cheap widths ran as while the wide ones did."""
-    import statistics
-
     medians = [statistics.median(t) for t in rounds]
     factors = [statistics.median(t[r] / m for t, m in zip(rounds, medians)) for r in range(len(rounds[0]))]
     return max(factors) / min(factors)
@@ -379,8 +383,6 @@ def measure_quietly(engine: Engine, widths: list[int], attempts: int = 3, repeat
     of it); after `attempts`, the calmest one is kept. The curve is cached for every later budget=auto
     run, so a busy spell must not be kept when it can be avoided. `bar`: a progress bar (`progress_bar`) that
     counts every timed forward, its total grown by a measurement taken again."""
-    import statistics
-
     tried = []
     for attempt in range(1, attempts + 1):
         counted = {"progress": bar.update} if bar is not None else {}

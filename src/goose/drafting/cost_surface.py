@@ -8,15 +8,16 @@ decision.
 from __future__ import annotations
 
 import heapq
-import json
 import statistics
 import sys
-from pathlib import Path
+import time
 
 import torch
 
 from goose.drafting.budget import (
     BUSY_SPREAD,
+    CostCurve,
+    StoredProfile,
     about,
     cached_profile,
     interpolate,
@@ -26,11 +27,16 @@ from goose.drafting.budget import (
     verify_seconds,
     write_profile,
 )
+from goose.engine.backends import synchronize
+from goose.engine.draft import Draft
+from goose.paths import cache_root
 
 
-class CostSurface:
+class CostSurface(StoredProfile):
     """seconds[i][j]: `rows[i]` requests of `widths[j]` nodes each; interpolated in width, then in rows.
     `harvest_s`: seconds of a prompt's top-k (the output layer over its positions) per prompt token."""
+
+    FIELDS = ("rows", "widths", "seconds", "harvest_s")
 
     def __init__(self, rows: list[int], widths: list[int], seconds: list[list[float]], harvest_s: float = 0.0):
         self.rows, self.widths, self.seconds = list(rows), list(widths), [list(s) for s in seconds]
@@ -47,18 +53,8 @@ class CostSurface:
 
     def curve(self, requests: int = 1):
         """The cost curve of `requests` rows (goose.drafting.budget.CostCurve)."""
-        from goose.drafting.budget import CostCurve
-
         return CostCurve(self.widths, [self(requests, w) for w in self.widths])
 
-    def to_json(self) -> str:
-        return json.dumps({"rows": self.rows, "widths": self.widths, "seconds": self.seconds,
-                           "harvest_s": self.harvest_s})
-
-    @classmethod
-    def load(cls, path: Path) -> CostSurface:
-        d = json.loads(Path(path).read_text())
-        return cls(d["rows"], d["widths"], d["seconds"], d.get("harvest_s", 0.0))
 
 
 # What drafting costs a request per step beside the forward (proposing, harvesting, the prompt's top-k spread
@@ -188,10 +184,6 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
     it holds, and budget=auto compares widths for the same rows, so the ratio is what must be right (measured:
     docs/results/concurrency.md, "The issue's command after a paired cost surface"). `progress()`, when given, is
     called after every timed forward (a progress bar's step)."""
-    import time
-
-    from goose.engine.backends import synchronize
-    from goose.engine.draft import Draft
 
     vocab = engine.model.config.get_text_config(decoder=True).vocab_size
     g = torch.Generator().manual_seed(0)
@@ -203,8 +195,7 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
     full = list(engine.lengths)
 
     def timed(n: int, w: int) -> float:
-        engine.lengths = full[:n]
-        engine._set_end()
+        engine.rewind(full[:n])
         synchronize(engine.device)
         t0 = time.perf_counter()
         engine.verify(drafts[w][:n])
@@ -219,7 +210,7 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
             for w in widths:
                 one = timed(n, 1)
                 times[(n, w)].append((timed(n, w) if w != 1 else one, one))
-        engine.lengths = list(full)
+        engine.rewind(full)
     while engine.active:
         engine.release(engine.active - 1)
     return {p: t[1:] for p, t in times.items()}
@@ -229,10 +220,6 @@ def measure_rounds(engine, rows: list[int], widths: list[int], context_len: int 
 def measure_harvest(engine, context_len: int = 256, repeats: int = 5, topk: int = 10) -> float:
     """The prompt harvest's seconds over a one-row one-node forward timed right before it (median of `repeats`
     pairs): a prompt of `context_len` random tokens, its top-`topk` at every position. `engine` is left empty."""
-    import time
-
-    from goose.engine.backends import synchronize
-    from goose.engine.draft import Draft
 
     vocab = engine.model.config.get_text_config(decoder=True).vocab_size
     g = torch.Generator().manual_seed(1)
@@ -278,8 +265,6 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
                  attempts: int = 3, repeats: int = 5) -> CostSurface:
     """The cost surface of this model on this machine up to `concurrency` requests, measured once and cached
     (keyed as goose.drafting.budget.cost_curve, plus the rows measured)."""
-    from goose.paths import cache_root
-
     rows = surface_rows(concurrency)
     name = f"{profile_key(engine, model, device, dtype)}-surface{SURFACE_VERSION}-rows{'-'.join(map(str, rows))}.json"
     cached = cached_profile(name)

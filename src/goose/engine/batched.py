@@ -15,17 +15,14 @@ the last active one, so the active rows are always 0 .. n - 1 and a forward neve
 
 from __future__ import annotations
 
-import time
-
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
-from goose.engine.backends import synchronize
+from goose.engine.base import EngineBase, check_prompt
 from goose.engine.draft import Draft, Verification, tree_inputs
-from goose.engine.kv_cache import grown_capacity, new_cache
-from goose.engine.layouts import check_supported, head_logits, layer_masks, sliding_window
-from goose.engine.logits import decide, finite_rows, non_finite
+from goose.engine.kv_cache import BatchLayer, move_entries, new_cache
+from goose.engine.layouts import head_logits, layer_masks, text_config
+from goose.engine.logits import decide, finite_rows, non_finite, topk_rows
 from goose.engine.packed import Packing, install
 from goose.engine.sampling import Sampler
 from goose.errors import GooseError, NonFiniteLogits
@@ -33,86 +30,24 @@ from goose.errors import GooseError, NonFiniteLogits
 
 @torch.inference_mode()
 def _prompt_topk(model, hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    from goose.engine.logits import topk_rows
-
     return topk_rows(head_logits(model, hidden).float(), k)
 
 
-class BatchLayer(DynamicLayer):
-    """One layer's cache of `rows` requests; a forward writes its n rows' entries at slot `end`."""
-
-    def __init__(self, rows: int):
-        super().__init__()
-        self.rows = rows
-        self.end = 0  # E: where the next forward's entries go, for every row
-        self.packing: Packing | None = None  # set for a packed forward (goose.engine.packed): where each node goes
-        self._k: torch.Tensor | None = None
-        self._v: torch.Tensor | None = None
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        self.device = key_states.device
-        self.is_initialized = True
-
-    def reserve(self, need: int, like_k: torch.Tensor, like_v: torch.Tensor) -> None:
-        """Room for `need` slots per row, growing by whole chunks (and at least doubling)."""
-        if self._k is not None and need <= self._k.shape[-2]:
-            return
-        old = 0 if self._k is None else self._k.shape[-2]
-        cap = grown_capacity(need, old)
-        k = like_k.new_zeros(self.rows, like_k.shape[1], cap, like_k.shape[-1])
-        v = like_v.new_zeros(self.rows, like_v.shape[1], cap, like_v.shape[-1])
-        if old:
-            k[..., :old, :].copy_(self._k)
-            v[..., :old, :].copy_(self._v)
-        self._k, self._v = k, v
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        p = self.packing
-        if p is None:
-            n, t = key_states.shape[0], key_states.shape[-2]
-            self.reserve(self.end + t, key_states, value_states)
-            self._k[:n, :, self.end : self.end + t].copy_(key_states)
-            self._v[:n, :, self.end : self.end + t].copy_(value_states)
-        else:  # [1, heads, N, dim]: node i to row p.rows[i], slot end + p.columns[i]
-            n, t = p.n, p.width
-            self.reserve(self.end + t, key_states, value_states)
-            slots, real = self.end + p.columns, p.offsets[-1]
-            self._k[p.rows, :, slots] = key_states[0, :, :real].transpose(0, 1)
-            self._v[p.rows, :, slots] = value_states[0, :, :real].transpose(0, 1)
-        self.keys = self._k[:n, :, : self.end + t]
-        self.values = self._v[:n, :, : self.end + t]
-        return self.keys, self.values
-
-    def get_seq_length(self) -> int:
-        return self.end
-
-
-class BatchEngine:
+class BatchEngine(EngineBase):
     """Up to `rows` requests verified in one forward. Rows 0 .. active - 1 hold requests; `admit` prefills a
     newcomer into row `active`, `verify` takes one draft per active row, `release(row)` frees a row (the last
     active request moves into it)."""
 
     def __init__(self, model, rows: int, profile: bool = False):
-        from goose.engine.backends import backend_of
-
         if rows < 1:
             raise GooseError(f"concurrency must be >= 1 (got {rows}).")
-        check_supported(model.config)
-        self.model, self.rows, self.profile = model, rows, profile
-        self.backend = backend_of(model)
-        self.device = next(model.parameters()).device
-        self.dtype = next(model.parameters()).dtype
-        self.mask_min = torch.finfo(self.dtype).min
-        self.max_positions = getattr(model.config.get_text_config(decoder=True), "max_position_embeddings", None)
-        layers = model.config.get_text_config(decoder=True).num_hidden_layers
+        super().__init__(model, profile)
+        self.rows = rows
         self.cache = DynamicCache(config=model.config)
-        self.cache.layers = [BatchLayer(rows) for _ in range(layers)]
+        self.cache.layers = [BatchLayer(rows, self.max_positions)
+                             for _ in range(text_config(model.config).num_hidden_layers)]
         install(model)
-        self.window = sliding_window(model.config)  # W where some layers see the last W positions only
         self.lengths: list[int] = []  # L_r of each active row
-        self.verifications = 0  # batched forwards so far: which one a NaN came from (non_finite)
 
     @property
     def active(self) -> int:
@@ -142,12 +77,9 @@ class BatchEngine:
     @torch.inference_mode()
     def admit(self, prompt: list[int], topk: int = 0, sampler: Sampler | None = None) -> tuple[int, Verification]:
         """Prefill `prompt` alone and copy its cache into the next free row: (its row, the prefill's result)."""
-        from goose.engine.logits import choose_token
-
         if self.active >= self.rows:
             raise GooseError("every row is taken: release one first.")
-        if not prompt:
-            raise GooseError("empty prompt: nothing to condition on.")
+        check_prompt(prompt)
         single = new_cache(self.model.config, self.max_positions)
         # The decoder alone, then the output layer on the last position: the bonus as AR's prefill computes it, and
         # the prompt's top-k (the output layer over every position) only when a drafter asks (topk_later).
@@ -155,20 +87,13 @@ class BatchEngine:
                                        use_cache=True)
         hidden = out.last_hidden_state[0]
         last = head_logits(self.model, hidden[-1:])
-        try:
-            choice = choose_token(last[0], len(prompt), sampler, finite_rows(last))
-        except NonFiniteLogits:
-            raise non_finite(f"the prefill forward of row {self.active}", self.dtype, self.active) from None
-        res = Verification(path=[0], bonus=choice.token, width=len(prompt))
-        res.record([choice])
+        res = self.first_token(last[0], len(prompt), sampler, finite_rows(last),
+                               f"the prefill forward of row {self.active}", self.active)
         if topk:
             res.topk_later = lambda: _prompt_topk(self.model, hidden, topk)
         row, n = self.active, len(prompt)
         for layer, src in zip(self.cache.layers, out.cache.layers):
-            layer.lazy_initialization(src.keys, src.values)
-            layer.reserve(max(n, layer.end), src.keys, src.values)
-            layer._k[row, :, :n].copy_(src.keys[0])
-            layer._v[row, :, :n].copy_(src.values[0])
+            layer.put_row(row, src.keys, src.values)
         self.lengths.append(n)
         self._set_end()
         return row, res
@@ -181,12 +106,19 @@ class BatchEngine:
         if row != last:
             n = self.lengths[last]
             for layer in self.cache.layers:
-                layer._k[row, :, :n].copy_(layer._k[last, :, :n])
-                layer._v[row, :, :n].copy_(layer._v[last, :, :n])
+                layer.copy_row(last, row, n)
             self.lengths[row] = n
         self.lengths.pop()
         self._set_end()
         return last if row != last else None
+
+    def rewind(self, lengths: list[int]) -> None:
+        """Rows 0 .. len(lengths) - 1 active, row r cut back to its first lengths[r] entries, so the same forward can
+        be timed again (goose.drafting.cost_surface). Measurement only: a row past the active ones keeps what its
+        buffer holds, so a rewind to more rows brings back the requests a shorter one set aside; nothing checks that
+        a row holds lengths[r] entries."""
+        self.lengths = list(lengths)
+        self._set_end()
 
     @torch.inference_mode()
     def verify(self, drafts: list[Draft], topk: int = 0, samplers: list[Sampler | None] | None = None,
@@ -194,7 +126,7 @@ class BatchEngine:
         """One forward over the drafts of rows 0 .. n - 1 (one each, in row order), each cut to `width` nodes
         (one for all rows, or one per row) when given and to what still fits in the model's context, then each
         row's walk and compaction. Rows are packed (engine.packed): a forward computes the nodes it verifies only."""
-        t0 = time.perf_counter() if self.profile else 0.0
+        clock = self.clock()
         n = len(drafts)
         if n != self.active:
             raise GooseError(f"{n} drafts for {self.active} active rows.")
@@ -227,9 +159,7 @@ class BatchEngine:
                                  for r, L in enumerate(self.lengths)])
             keys = torch.cat([torch.arange(end, device=dev).expand(n, end), query], dim=-1)
             mask = layer_masks(self.model.config, self.window, mask, query, keys)
-        if self.profile:
-            synchronize(dev)
-            t1 = time.perf_counter()
+        clock.mark()
         if packing.size == off[-1] == n * T:  # every row T nodes, no filler: the plain [n, T] forward, minus the
             out = self.model(input_ids=ids.view(n, T), cache=self.cache, use_cache=True,  # scatters (AR's steps)
                              position_ids=pos.view(n, T), attention_mask=mask)
@@ -243,9 +173,7 @@ class BatchEngine:
             finally:
                 for layer in self.cache.layers:
                     layer.packing = None
-        if self.profile:
-            synchronize(dev)
-            t2 = time.perf_counter()
+        clock.mark()
         self.verifications += 1
         finite = finite_rows(logits[: off[-1]])  # every node's row, once (filler rows are never read)
         results = []
@@ -256,11 +184,10 @@ class BatchEngine:
             except NonFiniteLogits:
                 raise non_finite(f"batched verification {self.verifications}, row {r}", self.dtype, r) from None
         self._compact(end, [res.path for res in results])
+        clock.mark()
         if self.profile:
-            synchronize(dev)
-            t3 = time.perf_counter()
             for res in results:
-                res.forward_s, res.overhead_s = (t2 - t1) / n, ((t1 - t0) + (t3 - t2)) / n
+                res.forward_s, res.overhead_s = clock.split(n)
         return results
 
     def _compact(self, end: int, paths: list[list[int]]) -> None:
@@ -274,15 +201,6 @@ class BatchEngine:
                     src.append(end + i)
                     dst.append(L + j)
             self.lengths[r] = L + len(path)
-        if not rows:
-            self._set_end()
-            return
-        index: dict[torch.device, tuple[torch.Tensor, ...]] = {}
-        for layer in self.cache.layers:
-            d = layer._k.device
-            if d not in index:
-                index[d] = tuple(torch.tensor(x, device=d) for x in (rows, src, dst))
-            r_i, s_i, d_i = index[d]
-            layer._k[r_i, :, d_i] = layer._k[r_i, :, s_i]
-            layer._v[r_i, :, d_i] = layer._v[r_i, :, s_i]
+        if rows:
+            move_entries(self.cache.layers, rows, src, dst)
         self._set_end()

@@ -10,37 +10,27 @@ The engine knows nothing about how a draft was made.
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import torch
 
 from goose.engine.backends import synchronize
+from goose.engine.base import EngineBase, check_prompt
 from goose.engine.draft import Draft, Verification, tree_inputs
-from goose.engine.layouts import check_supported, layer_masks, sliding_window
-from goose.engine.logits import choose_token, decide, finite_rows, non_finite, topk_rows
+from goose.engine.kv_cache import move_entries, new_cache
+from goose.engine.layouts import layer_masks
+from goose.engine.logits import decide, finite_rows, non_finite, topk_rows
 from goose.engine.sampling import Sampler
-from goose.errors import GooseError, NonFiniteLogits
+from goose.errors import NonFiniteLogits
 
 
-class Engine:
+class Engine(EngineBase):
     """Owns the model and one KV cache; prefill, then verify drafts until done."""
 
     def __init__(self, model, profile: bool = False):
-        from goose.engine.backends import backend_of
-
-        check_supported(model.config)
-        self.model = model
-        self.backend = backend_of(model)  # how the forward runs (goose.engine.backends); in every reference/timing key
-        self.device = next(model.parameters()).device
-        self.dtype = next(model.parameters()).dtype
-        self.mask_min = torch.finfo(self.dtype).min
-        self.max_positions = getattr(
-            model.config.get_text_config(decoder=True), "max_position_embeddings", None
-        )
-        self.profile = profile
+        super().__init__(model, profile)
         self.cache = None
-        self.window = sliding_window(model.config)  # W where some layers see the last W positions only
-        self.verifications = 0  # since the last prefill: which forward a NaN came from (non_finite)
 
     @property
     def cache_len(self) -> int:
@@ -59,20 +49,12 @@ class Engine:
         With topk > 0 every prompt position's logits are kept for harvesting; otherwise
         only the last position's, as Hugging Face generate does.
         """
-        from goose.engine.kv_cache import new_cache
-
-        if not prompt:
-            raise GooseError("empty prompt: nothing to condition on.")
+        check_prompt(prompt)
         self.cache = new_cache(self.model.config, self.max_positions)
         self.verifications = 0
         ids = torch.tensor([prompt], device=self.device)
         logits = self._forward(ids, logits_to_keep=0 if topk else 1)
-        try:
-            choice = choose_token(logits[-1], len(prompt), sampler, finite_rows(logits))
-        except NonFiniteLogits:
-            raise non_finite("the prefill forward", self.dtype) from None
-        res = Verification(path=[0], bonus=choice.token, width=len(prompt))
-        res.record([choice])
+        res = self.first_token(logits[-1], len(prompt), sampler, finite_rows(logits), "the prefill forward")
         if topk:
             res.topk_scores, res.topk_ids = topk_rows(logits.float(), topk)
         return res
@@ -82,7 +64,7 @@ class Engine:
         """One forward over the draft, then the walk: greedy on the logits, or, with a sampler, greedy
         on the perturbed logits (node at position p predicts p + 1 and uses that position's noise).
         topk_ids/topk_scores are always the unperturbed logits' top-k (what harvesting drafters learn)."""
-        t0 = time.perf_counter() if self.profile else 0.0
+        clock = self.clock()
         P = self.cache_len
         if self.max_positions is not None and P + len(draft) > self.max_positions:
             draft = draft.prefix(self.max_positions - P)  # the nodes that still fit in the context
@@ -93,33 +75,25 @@ class Engine:
         mask[0, 0, :, P:].masked_fill_(~visible, self.mask_min)
         ids = torch.tensor([draft.tokens], device=dev)
         pos = (depth + P).unsqueeze(0)
-        if self.profile:
-            synchronize(dev)
-            t1 = time.perf_counter()
+        clock.mark()
         if self.window is not None:  # key positions: the committed tokens', then the nodes'
             keys = torch.cat([torch.arange(P, device=dev).unsqueeze(0), pos], dim=-1)
             mask = layer_masks(self.model.config, self.window, mask, pos, keys)
         logits = self._forward(ids, position_ids=pos, attention_mask=mask)
-        if self.profile:
-            synchronize(dev)
-            t2 = time.perf_counter()
+        clock.mark()
         self.verifications += 1
         try:
             res = decide(draft, logits, (pos[0] + 1).tolist(), topk, sampler)
         except NonFiniteLogits:
             raise non_finite(f"verification {self.verifications}", self.dtype) from None
         self._compact(P, T, res.path)
+        clock.mark()
         if self.profile:
-            synchronize(dev)
-            t3 = time.perf_counter()
-            res.forward_s = t2 - t1
-            res.overhead_s = (t1 - t0) + (t3 - t2)
+            res.forward_s, res.overhead_s = clock.split()
         return res
 
     def measure_cost(self, widths: list[int], context_len: int = 256, repeats: int = 3) -> list[float]:
         """Median seconds of one verification of T nodes after a `context_len` prefix, per T."""
-        import statistics
-
         return [statistics.median(t) for t in self.measure_rounds(widths, context_len, repeats)]
 
     @torch.inference_mode()
@@ -152,16 +126,9 @@ class Engine:
     def _compact(self, P: int, T: int, path: list[int]) -> None:
         """Move the accepted nodes' keys/values to P..P+n-1 and crop the rest: O(n)."""
         n = len(path)
-        if path[-1] != n - 1:  # not a prefix of the draft: gather per layer, per device
-            start = next(i for i, node in enumerate(path) if node != i)  # nodes before it are in place
-            moved = path[start:]
-            index: dict[torch.device, torch.Tensor] = {}
-            for layer in self.cache.layers:
-                dev = layer.keys.device
-                if dev not in index:
-                    index[dev] = torch.tensor(moved, device=dev) + P
-                src = index[dev]
-                layer.keys[..., P + start : P + n, :] = layer.keys.index_select(-2, src)
-                layer.values[..., P + start : P + n, :] = layer.values.index_select(-2, src)
+        if path[-1] != n - 1:  # not a prefix of the draft: the nodes before the first moved one are in place
+            start = next(i for i, node in enumerate(path) if node != i)
+            moved = [P + i for i in path[start:]]
+            move_entries(self.cache.layers, [0] * len(moved), moved, list(range(P + start, P + n)))
         if T > n:
             self.cache.crop(-(T - n))

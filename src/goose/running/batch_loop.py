@@ -5,7 +5,8 @@ shared by the requests in flight, and drafters are told their results in row ord
 exactly). Each request returns exactly the tokens it returns alone, up to the last bits of a batched forward
 (goose.storage.equality says which differences are numerics). A request's step after its verification is the
 single-request loop's (goose.running.loop.Flight); what is the batch's own here is admission, the pause and the
-widths.
+widths. `Batch` is the lifecycle (add, step, cancel): `decode_batch` runs it over a list of requests, a server
+over requests as they arrive.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class Request:
     prompt: list[int]
     drafter: Drafter
     max_new_tokens: int
+    sampling: Sampling | None = None  # this request's own (a server's per-request temperature), else the batch's
+    stop_ids: frozenset[int] | None = None  # this request's own stop tokens, else the batch's
 
 
 @dataclass
@@ -83,6 +86,131 @@ class Pause:
             self.length = self.MIN_STEPS
 
 
+class Batch:
+    """Requests decoded together, as a small explicit lifecycle: `add` queues a request, `step` admits what fits
+    (a newcomer is prefilled into a free row) and runs one verification over every request in flight, `cancel`
+    drops one wherever it is. `decode_batch` steps it until every request is done; a server steps it as requests
+    arrive. Times are seconds from the batch's making."""
+
+    def __init__(self, engine: BatchEngine, stop_ids: frozenset[int] = frozenset(), sampling: Sampling | None = None,
+                 cost=None):
+        self.engine, self.stop_ids, self.sampling, self.cost = engine, stop_ids, sampling, cost
+        self.queue: deque[tuple[int, Request]] = deque()
+        self.flights: list[Flight] = []  # row order: flights[r] is in row r
+        self.calibration = Calibration()
+        self.pause = Pause()
+        self.t0 = time.perf_counter()
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue or self.flights)
+
+    def add(self, index: int, request: Request) -> None:
+        """Queue `request` under `index` (its name in what `step` returns); it joins at the next free row."""
+        self.queue.append((index, request))
+
+    def cancel(self, index: int) -> bool:
+        """Drop request `index`: from the queue, or from its row (the last active request moves into it) with its
+        drafter stopped. Returns whether it was there."""
+        for item in self.queue:
+            if item[0] == index:
+                self.queue.remove(item)
+                return True
+        for r, f in enumerate(self.flights):
+            if f.index == index:
+                self._release(r)
+                f.finish()
+                return True
+        return False
+
+    def step(self) -> list[tuple[int, Served, bool]]:
+        """Admit queued requests while a row is free, then one verification over every request in flight. Returns
+        (index, its generation so far, whether it is done) for every request admitted or verified in this step; a
+        done one has left the batch."""
+        events = []
+        while self.queue and self.engine.active < self.engine.rows:  # fill every free row
+            i, req = self.queue.popleft()
+            f = self._admit(i, req)
+            if f.done:
+                self.engine.release(self.engine.active - 1)
+                events.append((i, self._done(f), True))
+            else:
+                self.flights.append(f)
+                events.append((i, f.gen, False))
+        if self.flights:
+            events += self._verify()
+        return events
+
+    def _admit(self, i: int, req: Request) -> Flight:
+        engine, cost = self.engine, self.cost
+        caps = req.drafter.capabilities
+        sampling = req.sampling if req.sampling is not None else self.sampling
+        sampler = sampling.for_prompt(req.prompt) if sampling is not None else None
+        admitted = self.now()
+        sized = cost is not None and req.drafter.sized_by_batch  # budget=auto: the harvest must pay too
+        harvest = caps.harvest_prefill and not (
+            sized and not harvest_pays(cost, len(req.prompt), req.max_new_tokens, engine.rows))
+        try:
+            _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
+        except NonFiniteLogits as e:
+            raise non_finite(f"the prefill forward of request {i} (row {e.row})", engine.dtype, e.row, []) from None
+        stops = self.stop_ids if req.stop_ids is None else req.stop_ids
+        return Flight(req.prompt, req.drafter, req.max_new_tokens, stops, pre, sampler, kind=Served, index=i,
+                      profile=engine.profile, admitted_s=admitted, first_token_s=self.now())
+
+    def _verify(self) -> list[tuple[int, Served, bool]]:
+        engine, cost, flights = self.engine, self.cost, self.flights
+        drafting = self.pause.drafts(len(flights))
+        if drafting:
+            drafts = [f.propose() for f in flights]
+        else:  # no width paid at the last look: AR's step, and no drafter is asked or told anything
+            drafts = [Draft([f.context[-1]], [-1]) for f in flights]
+        widths = None
+        if drafting and cost is not None and all(d.gains is not None for d in drafts):
+            widths = choose_widths([self.calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
+                                   DRAFT_OVERHEAD * cost(1, 1))
+            if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
+                self.pause.decided(max(widths), len(drafts))
+        topk = flights[0].drafter.capabilities.topk if drafting else 0
+        try:
+            results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
+        except NonFiniteLogits as e:  # the run stops: which request, and what it had committed before
+            f = flights[e.row]
+            raise non_finite(f"batched verification {engine.verifications} (row {e.row}: request {f.index}, its "
+                             f"verification {f.gen.steps})", engine.dtype, e.row, list(f.gen.tokens)) from None
+        events, finished_rows = [], []
+        for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
+            if widths is not None:
+                f.gen.widths_chosen.append(widths[r])
+                self.calibration.observe(d.gains, widths[r], len(res.path))
+            elif not drafting:
+                f.gen.widths_chosen.append(1)  # paused: AR's step
+            if f.advance(d, res, drafting):
+                finished_rows.append(r)
+            else:
+                events.append((f.index, f.gen, False))
+        for r in sorted(finished_rows, reverse=True):  # the last row moves into a freed one
+            f = flights[r]
+            self._release(r)
+            events.append((f.index, self._done(f), True))
+        return events
+
+    def _release(self, r: int) -> None:
+        self.engine.release(r)
+        if r != len(self.flights) - 1:
+            self.flights[r] = self.flights[-1]
+        self.flights.pop()
+
+    def _done(self, f: Flight) -> Served:
+        gen = f.finish()
+        gen.done_s = self.now()
+        gen.wall_s = gen.done_s - gen.admitted_s
+        return gen
+
+
 def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozenset[int] = frozenset(),
                  sampling: Sampling | None = None, cost=None) -> tuple[list[Served], float]:
     """Decode `requests`, up to `engine.rows` at once, in order of admission (the list's). `cost`: the cost
@@ -91,75 +219,13 @@ def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozens
     if requests:  # the longest request's context and a wide draft, so no buffer grows mid-batch
         engine.reserve(max(len(r.prompt) + r.max_new_tokens for r in requests) + RESERVED_DRAFT)
     synchronize(engine.device)
-    t0 = time.perf_counter()
-    now = lambda: time.perf_counter() - t0  # noqa: E731
-    queue = deque(enumerate(requests))
-    flights: list[Flight] = []  # row order: flights[r] is in row r
+    batch = Batch(engine, stop_ids, sampling, cost)
+    for i, req in enumerate(requests):
+        batch.add(i, req)
     out: list[Served | None] = [None] * len(requests)
-    calibration = Calibration()
-    pause = Pause()
-
-    def done(f: Flight) -> None:
-        gen = f.finish()
-        gen.done_s = now()
-        gen.wall_s = gen.done_s - gen.admitted_s
-        out[f.index] = gen
-
-    while queue or flights:
-        while queue and engine.active < engine.rows:  # fill every free row
-            i, req = queue.popleft()
-            caps = req.drafter.capabilities
-            sampler = sampling.for_prompt(req.prompt) if sampling is not None else None
-            admitted = now()
-            sized = cost is not None and req.drafter.sized_by_batch  # budget=auto: the harvest must pay too
-            harvest = caps.harvest_prefill and not (
-                sized and not harvest_pays(cost, len(req.prompt), req.max_new_tokens, engine.rows))
-            try:
-                _, pre = engine.admit(req.prompt, topk=caps.topk if harvest else 0, sampler=sampler)
-            except NonFiniteLogits as e:
-                raise non_finite(f"the prefill forward of request {i} (row {e.row})", engine.dtype, e.row, []) from None
-            f = Flight(req.prompt, req.drafter, req.max_new_tokens, stop_ids, pre, sampler, kind=Served, index=i,
-                       profile=engine.profile, admitted_s=admitted, first_token_s=now())
-            if f.done:
-                engine.release(engine.active - 1)
-                done(f)
-            else:
-                flights.append(f)
-        if not flights:
-            continue
-        drafting = pause.drafts(len(flights))
-        if drafting:
-            drafts = [f.propose() for f in flights]
-        else:  # no width paid at the last look: AR's step, and no drafter is asked or told anything
-            drafts = [Draft([f.context[-1]], [-1]) for f in flights]
-        widths = None
-        if drafting and cost is not None and all(d.gains is not None for d in drafts):
-            widths = choose_widths([calibration.scaled(d.gains) for d in drafts], cost, len(drafts),
-                                   DRAFT_OVERHEAD * cost(1, 1))
-            if any(len(d.gains) > 1 for d in drafts):  # bare roots everywhere say nothing of what drafts pay
-                pause.decided(max(widths), len(drafts))
-        topk = flights[0].drafter.capabilities.topk if drafting else 0
-        try:
-            results = engine.verify(drafts, topk=topk, samplers=[f.sampler for f in flights], width=widths)
-        except NonFiniteLogits as e:  # the run stops: which request, and what it had committed before
-            f = flights[e.row]
-            raise non_finite(f"batched verification {engine.verifications} (row {e.row}: request {f.index}, its "
-                             f"verification {f.gen.steps})", engine.dtype, e.row, list(f.gen.tokens)) from None
-        finished_rows = []
-        for r, (f, d, res) in enumerate(zip(flights, drafts, results)):  # row order: shared state reproducible
-            if widths is not None:
-                f.gen.widths_chosen.append(widths[r])
-                calibration.observe(d.gains, widths[r], len(res.path))
-            elif not drafting:
-                f.gen.widths_chosen.append(1)  # paused: AR's step
-            if f.advance(d, res, drafting):
-                finished_rows.append(r)
-        for r in sorted(finished_rows, reverse=True):  # the last row moves into a freed one
-            f = flights[r]
-            engine.release(r)
-            if r != len(flights) - 1:
-                flights[r] = flights[-1]
-            flights.pop()
-            done(f)
+    while batch.busy:
+        for i, gen, done in batch.step():
+            if done:
+                out[i] = gen
     synchronize(engine.device)
-    return out, time.perf_counter() - t0
+    return out, batch.now()
