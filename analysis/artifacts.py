@@ -17,10 +17,11 @@ from goose.analysis.claims import scorecard
 from goose.analysis.comparable import common_prompts
 from goose.analysis.concurrency import concurrency_table, plot_concurrency
 from goose.analysis.figures import plot_budget_sweep, plot_figure1, plot_figure4, plot_spine_continuation
-from goose.analysis.load import load_rows, one_configuration_each, paper_settings
+from goose.analysis.load import load_rows, paper_settings
 from goose.analysis.paper import PAPER_BUDGET
 from goose.analysis.pooling import by, method_rank
 from goose.analysis.scorecard import write as write_scorecard
+from goose.analysis.selection import one_configuration_each
 from goose.analysis.spec_bench import plot_spec_bench, spec_bench_table
 from goose.analysis.synergy import plot_synergy, source_gap, synergy, synergy_published
 from goose.analysis.tables import all_methods, suffix, table1, table2
@@ -41,7 +42,7 @@ class Artifact:
     budgets: "one" = the runs at one budget (--budget; else the one the rows have, of several B=60) and those of
         methods no budget changes; "every" = all budgets.
     variants: several configurations of one method in a cell are kept apart (a column) instead of one read
-        (analysis.load.one_configuration_each; `timed`: one with measured speedups first).
+        (analysis.selection.one_configuration_each; `timed`: one with measured speedups first).
     concurrency: "one" = rows at one concurrency (--concurrency; else 1, or the only one the rows have), "1" =
         rows decoded one request at a time only, "every" = every concurrency.
     pairs: which prompts a comparison is over (goose.analysis.comparable): "all" or "each" (see the field).

@@ -12,6 +12,7 @@ import pandas as pd
 
 from goose.analysis.artifacts import make, short_reason
 from goose.analysis.load import load_rows
+from goose.paths import REPO_ROOT
 
 DEFAULT_RESULTS = "results/claims-local"  # the committed rows: a fresh clone has them
 
@@ -27,8 +28,6 @@ class NotebookError(Exception):
 def repo_root(start: Path | None = None) -> Path | None:
     """The checkout: the first folder holding pyproject.toml beside src/goose, above `start` (the kernel's working
     directory, analysis/ where Jupyter opened it), else the one this package was imported from; None outside one."""
-    from goose.paths import REPO_ROOT
-
     here = Path(start or Path.cwd()).resolve()
     for d in (here, *here.parents, REPO_ROOT):
         if (d / "pyproject.toml").is_file() and (d / "src" / "goose").is_dir():

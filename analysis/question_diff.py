@@ -20,8 +20,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goose.engine.sampling import Sampling
+from goose.errors import GooseError
+from goose.storage.equality import DIVERGED, NUMERICS, classify, coarser, tolerance
 from goose.storage.metrics import first_divergence
-from goose.storage.result_files import OutputsFile
+from goose.storage.result_files import OutputsFile, ResultsFile
+from goose.storage.row_schema import upgrade
 
 CONTEXT = 40  # characters shown before and after a divergence
 EQUAL, NOT_EQUAL, CANNOT_COMPARE = 0, 1, 2
@@ -70,9 +74,6 @@ def _config(run: Path) -> dict:
 def _rows(run: Path, records: dict[str, dict]) -> dict[str, dict]:
     """prompt id -> the latest intact row of results.csv of the configuration its outputs were written by
     (read as this row schema reads it); empty without a results.csv."""
-    from goose.storage.result_files import ResultsFile
-    from goose.storage.row_schema import upgrade
-
     path = run / "results.csv"
     if not path.is_file():
         return {}
@@ -93,9 +94,6 @@ def _whole(v) -> str:
 
 def _sampling(temperature, top_k, top_p, seed) -> str:
     """`greedy`, or the settings that decide a sampled token (a greedy run's top_k, top_p and seed change none)."""
-    from goose.engine.sampling import Sampling
-    from goose.errors import GooseError
-
     try:
         s = Sampling(float(temperature), int(float(top_k)), float(top_p), int(float(seed)))
     except (TypeError, ValueError, GooseError):
@@ -242,8 +240,6 @@ def _table(a: Run, b: Run) -> list[str]:
 
 def compare(a: Path, b: Path) -> tuple[str, int]:
     """(a markdown report, EQUAL or NOT_EQUAL); CannotCompare when the runs are not comparable."""
-    from goose.storage.equality import DIVERGED, NUMERICS, classify, coarser, tolerance
-
     side_a, side_b = Run.of(a), Run.of(b)
     run_a, out_a, run_b, out_b = side_a.folder, side_a.records, side_b.folder, side_b.records
     common = [q for q in out_a if q in out_b]

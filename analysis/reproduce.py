@@ -16,6 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from goose.analysis.artifacts import ARTIFACTS, load_rows, make, short_reason
+from goose.analysis.question_diff import CANNOT_COMPARE, CannotCompare, compare
+from goose.analysis.scorecard import check_readme, sync_readme
 from goose.running.tracking import Tracker
 
 
@@ -46,8 +48,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     if "equality" in args.artifacts:
-        from goose.analysis.question_diff import CANNOT_COMPARE, CannotCompare, compare
-
         try:
             report, status = compare(Path(args.a), Path(args.b))
         except CannotCompare as e:
@@ -56,8 +56,6 @@ def main(argv: list[str] | None = None) -> None:
         print(report)
         sys.exit(status)
     if args.readme:  # refused before any artifact is written
-        from goose.analysis.scorecard import check_readme
-
         if "claims" not in args.artifacts and "all" not in args.artifacts:
             _refuse("--readme takes the claims summary: give it with the claims artifact (reproduce claims --readme F)")
         try:
@@ -92,8 +90,6 @@ def main(argv: list[str] | None = None) -> None:
         if md.exists():
             print(md.read_text())
     if args.readme and "claims" in names and "claims" not in refused:
-        from goose.analysis.scorecard import sync_readme
-
         changed = sync_readme(Path(args.readme), out / "claims.md")
         print(f"{args.readme}: the claims summary {'updated' if changed else 'already agrees'}")
     tracker.finish({}, [])

@@ -14,9 +14,12 @@ from functools import cache
 
 import pandas as pd
 
-from goose.analysis.load import cell_text
+from goose.analysis.load import CELL, cell_text
 from goose.analysis.paper import CLAIMS_BUDGET, PAPER_BENCHMARKS
+from goose.drafting.contract import BUDGET, DATA, MEMORY, role_fields
+from goose.errors import GooseError
 from goose.storage.metrics import FIXED
+from goose.storage.row_schema import flat
 
 DEFAULT = "default"
 
@@ -77,10 +80,7 @@ def method_defaults(method: str) -> dict[str, str] | None:
     """`method.drafter.<field>` -> its default as a row writes it, for every field but the budget and memory
     (the cell's own columns) and the data files (a REST datastore: per model, known by data_fingerprint); None
     where the registry does not know the method."""
-    from goose.drafting.contract import BUDGET, DATA, MEMORY, role_fields
-    from goose.errors import GooseError
-    from goose.running.registry import load_method
-    from goose.storage.row_schema import flat
+    from goose.running.registry import load_method  # start-up time: omegaconf only when a method's defaults are read
 
     try:
         spec, _ = load_method(method)
@@ -160,3 +160,39 @@ def not_read(cell: pd.DataFrame, read: set[str]) -> pd.DataFrame:
             out.append({"model": cell.model.iloc[0], "benchmark": cell.benchmark.iloc[0], "method": method,
                         "budget": budget, "config": c.config_hash, "prompts": c.prompts, "why not read": why})
     return pd.DataFrame(out)
+
+
+def one_configuration_each(df: pd.DataFrame, artifact: str, timed: bool = False) -> pd.DataFrame:
+    """An artifact that compares methods by name reads one configuration of each per cell, never two pooled: where
+    a cell has several (a `variant`), the rows of one, and one line per choice saying which and which not (with the
+    cells it was made in). The one read: (`timed`: with measured speedups first) the method's default settings,
+    then the most prompts, then the latest."""
+    clash = df[df.variant.ne("")]
+    if clash.empty:
+        return df
+    dropped, said = [], {}
+    for key, g in clash.groupby(CELL, dropna=False, sort=True):
+        first = g.drop_duplicates("config_hash")
+        if len(first) < 2:
+            continue
+        rows = {h: g[g.config_hash == h] for h in first.config_hash}
+        rank = pd.DataFrame({
+            "config_hash": first.config_hash.values,
+            "timed": [bool(timed and r.speedup.notna().any()) for r in rows.values()],
+            "default": [differences(r) in (DEFAULT, None) for _, r in first.iterrows()],
+            "prompts": [r.prompt_id.nunique() for r in rows.values()],
+            "latest": [str(r.timed_at.max()) for r in rows.values()],
+            "variant": first.variant.values,
+        }).sort_values(["timed", "default", "prompts", "latest", "config_hash"],
+                       ascending=[False, False, False, False, True])
+        dropped += list(rank.config_hash.iloc[1:])
+        cell = dict(zip(CELL, key))
+        why = "timed" if rank.timed.iloc[0] else "default settings" if not rank.default.iloc[1:].all() and \
+            rank.default.iloc[0] else "most prompts" if rank.prompts.iloc[0] > rank.prompts.iloc[1:].max() else "latest"
+        choice = (cell["method"], cell["budget"], rank.variant.iloc[0], why, "; ".join(rank.variant.iloc[1:]))
+        said.setdefault(choice, []).append(f"{cell['model']} / {cell['benchmark']}")
+    for (method, budget, best, why, rest), cells in said.items():
+        where = cells[0] if len(cells) == 1 else f"{len(cells)} cells ({cells[0]}, ...)"
+        print(f"[analysis] {artifact}: {method} B={budget} ran several configurations in {where}: read {best} "
+              f"({why}), not {rest} (all_methods shows each)")
+    return df[~df.config_hash.isin(dropped)]

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from goose.errors import GooseError
-from goose.models.loading import tokenizer_fingerprint
+from goose.models.loading import model_config, model_folder, tokenizer_fingerprint
+from goose.paths import cache_root
 
 SEP = -1  # between documents: no continuation crosses it
 
@@ -137,8 +138,6 @@ def corpus_texts(corpus: str, max_files: int | None):
 
 def default_folder(model_name: str, corpus: str = "stdlib") -> Path:
     """Where `build` writes by default: <cache>/datastores/<model>-<corpus, path-safe>."""
-    from goose.paths import cache_root
-
     return cache_root() / "datastores" / f"{model_name}-{corpus.replace('/', '_').replace(':', '_').strip('_')}"
 
 
@@ -260,8 +259,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from transformers import AutoTokenizer
-
-    from goose.models.loading import model_config, model_folder
 
     try:
         cfg = model_config(args.model, args.model_path)

@@ -52,7 +52,7 @@ def measured_tau(results: str | None) -> dict[tuple[str, str], float]:
     """(method, budget) -> pooled tau over every greedy row under `results`."""
     if not results:
         return {}
-    from goose.analysis.load import load_rows
+    from goose.analysis.load import load_rows  # start-up time: pandas and torch only when rows are read
 
     try:
         df = load_rows(results)

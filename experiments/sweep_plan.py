@@ -17,8 +17,10 @@ import argparse
 import functools
 import itertools
 
+from goose.benchmarks.prompts import benchmark_config, load_prompts
 from goose.errors import GooseError
 from goose.experiments.claims_plan import DEFAULT_TAU, PARAMS_B, grid
+from goose.paths import EXPERIMENTS
 
 # PROFILE=local: seconds per decoded token (the method's, and AR's where it is timed beside it) plus seconds per
 # run (start, model load, references), from `make reproduce-table1 PROFILE=local` on this 2-core machine (#61:
@@ -36,8 +38,6 @@ GPU_BANDWIDTH_GBS, GPU_EFFICIENCY = 2039.0, 0.6
 def prompt_tokens(bench: str, n_prompts: int | None, turns: int | None, max_new: int) -> tuple[int, int]:
     """(prompts, new tokens at most) of a run: its first n prompts (n of each category where the benchmark is
     stratified), each turn its max_new_tokens. Without the benchmark's file here: n prompts of `turns` turns."""
-    from goose.benchmarks.prompts import benchmark_config, load_prompts
-
     try:
         spec = benchmark_config(bench)
         prompts = load_prompts(bench, turns=turns)
@@ -60,8 +60,6 @@ def prompt_tokens(bench: str, n_prompts: int | None, turns: int | None, max_new:
 def sweep_jobs(sweep: str) -> tuple[str, list[dict]]:
     """A `--sweep` value's experiment and its jobs, the target's overrides applied."""
     from omegaconf import OmegaConf
-
-    from goose.paths import EXPERIMENTS
 
     name, *overrides = sweep.split()
     path = EXPERIMENTS / f"{name}.yaml"
@@ -87,8 +85,6 @@ def max_new_tokens(job: dict) -> int:
     """A job's max_new_tokens: a number, or the benchmark's paper length (`${benchmark.paper_max_new_tokens}`)."""
     value = job["max_new_tokens"]
     if isinstance(value, str) and "paper_max_new_tokens" in value:
-        from goose.benchmarks.prompts import benchmark_config
-
         return benchmark_config(job["benchmark"]).paper_max_new_tokens or 1024
     return int(value)
 

@@ -21,7 +21,7 @@ __all__ = list(API)
 
 def __getattr__(name: str):
     if name in API:
-        from goose import api
+        from goose import api  # start-up time: torch and transformers only on first use
 
         return getattr(api, name)
     raise AttributeError(f"module 'goose' has no attribute {name!r}")

@@ -23,14 +23,16 @@ import torch
 from goose.core.identity import ModelIdentity
 from goose.core.sections import ModelSpec
 from goose.drafting.budget import Budget, CostCurve, cost_curve
-from goose.drafting.contract import Drafter
+from goose.drafting.contract import BUDGET, MEMORY, MEMORY_MODES, Drafter, role_fields
+from goose.engine.backends import apply_backend, default_backend
 from goose.engine.sampling import Sampling
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_model, model_config, model_config_names, stop_ids
-from goose.running.inputs import check_budget, check_length
+from goose.running.inputs import build_input, check_budget, check_length
 from goose.running.loop import BONUS
 from goose.running.loop import generate as decode
+from goose.running.registry import load_method, make_drafter, method_names, prepare_drafter
 from goose.storage.result_files import token_pieces
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -106,8 +108,6 @@ def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = Fal
 
 def load_config(cfg, device: str = "auto", dtype: str = "auto", backend: str = "auto") -> Model:
     """A model from a conf/model config (as run.py composes it)."""
-    from goose.engine.backends import apply_backend, default_backend
-
     identity = identify_model(cfg)
     hf, tok, dev, dt = load_model(cfg, device, dtype, identity)
     hf = apply_backend(hf, default_backend(dev, dt) if backend == "auto" else backend)
@@ -192,8 +192,6 @@ def _model(fn: str, model) -> Model:
 def _method_args(fn: str, method, budget, memory):
     """(method, budget, memory) checked: a method name or a Drafter; None, a budget of nodes or 'auto'; None or
     a memory mode."""
-    from goose.drafting.contract import MEMORY_MODES
-
     if not isinstance(method, (str, Drafter)):
         raise GooseError(f"{fn}: method must be a method name such as 'goose' or a Drafter instance "
                          f"({_got(method)}).")
@@ -223,8 +221,6 @@ def _prompt_got(prompt) -> str:
 
 
 def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
-    from goose.running.inputs import build_input
-
     given = prompt
     if isinstance(prompt, str):
         if not prompt:
@@ -257,9 +253,6 @@ def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
     the setting, both values and the fix. budget="auto" arms pruning on the instance (its budget: the most it
     builds); a drafter without a budget or memory field takes any (its rows record budget=fixed and memory=none,
     as the method's by name do)."""
-    from goose.drafting.contract import BUDGET, MEMORY, role_fields
-    from goose.running.registry import method_names
-
     cls = type(drafter).__name__
     if budget not in (None, "auto") and drafter.auto_budget_enabled:
         raise GooseError(f"{fn}: budget={budget!r} asked of a Drafter instance that an earlier budget='auto' armed: it "
@@ -284,9 +277,6 @@ def make_method(model: Model, method: str | Drafter, budget: int | str | None = 
     """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` (None: the config's
     default, 60) and `memory`, or a drafter instance, which drafts with its own Config: a budget or memory given
     beside it must be its own (else refused in one line), and budget="auto" arms pruning on it."""
-    from goose.drafting.contract import BUDGET, role_fields
-    from goose.running.registry import load_method, make_drafter, prepare_drafter
-
     fn = "goose.make_method"
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)

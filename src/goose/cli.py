@@ -15,6 +15,7 @@ import uuid
 import hydra
 from omegaconf import DictConfig
 
+from goose.demo import main as demo
 from goose.help import register as register_help
 from goose.paths import CONF, register_experiments
 from goose.preflight import launcher_options_refused, multirun, refused, user_folders
@@ -62,7 +63,5 @@ def main() -> None:
         print(f"error: {why}", file=sys.stderr)
         sys.exit(2)
     if len(sys.argv) == 1:
-        from goose.demo import main as demo
-
         sys.exit(exit_status(demo))
     hydra_main()

@@ -16,8 +16,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from goose.benchmarks.prompts import load_benchmark
+from goose.core.sections import close_match
 from goose.errors import GooseError
-from goose.paths import CONF, register_experiments
+from goose.models.loading import TOKENIZER_FILES, _is_gguf, identify_model
+from goose.paths import CONF, config_names, register_experiments
+from goose.running.inputs import check_chat_template
+from goose.running.runner import checked_spec
+from goose.running.spec import DeviceError, RunSpec, unknown_override
+from goose.storage.durable import writable_dir
 
 INFO_FLAGS = ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i")  # Hydra prints, runs nothing
 CHOICE_GROUPS = ("model", "method", "benchmark", "experiment")  # key=NAME picks conf/<key>/NAME.yaml
@@ -72,8 +79,6 @@ def launcher_names(folders: list[str] = ()) -> list[str]:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from goose.paths import config_names
-
     register_experiments()
     with initialize_config_dir(str(CONF), version_base="1.3"):
         known = GlobalHydra.instance().config_loader().get_group_options("hydra/launcher")
@@ -82,8 +87,6 @@ def launcher_names(folders: list[str] = ()) -> list[str]:
 
 def launcher_name_refused(argv: list[str]) -> str | None:
     """hydra/launcher=NAME naming no launcher, said in one line with the launchers there are."""
-    from goose.core.sections import close_match
-
     name = _launcher(argv)
     folders = _searchpath_folders(argv)
     if name is None or folders is None or any(c in name for c in "()[]{}$,"):
@@ -120,8 +123,6 @@ def launcher_options_refused(argv: list[str]) -> str | None:
     from `refused` (which checks a command with its launcher arguments left out, as tests/docs_commands.py
     checks the docs' commands): goose.cli.main() asks both."""
     from hydra.errors import HydraException
-
-    from goose.core.sections import close_match
 
     for arg in argv:
         if arg.lstrip("+~").startswith("hydra.launcher="):
@@ -231,9 +232,6 @@ def _check_job(cfg: DictConfig, remote: bool):
     leniently)."""
     from omegaconf import OmegaConf
 
-    from goose.running.runner import checked_spec
-    from goose.running.spec import DeviceError, RunSpec
-
     if remote:
         try:
             spec = RunSpec.from_config(cfg)
@@ -251,10 +249,6 @@ def _check_inputs(spec, seen: set) -> None:
     """What a job reads before it decodes, each value once: its model path (model=hf/gguf, as identify_model
     checks it, without fingerprinting the weights), its benchmark file (benchmark.path: its prompts loaded, as the
     job loads them) and, with chat_template=true, the chat template of a model folder's tokenizer."""
-    from goose.benchmarks.prompts import load_benchmark
-    from goose.models.loading import TOKENIZER_FILES, _is_gguf, identify_model
-    from goose.running.inputs import check_chat_template
-
     model, bench = spec.model, spec.benchmark
     path = Path(os.path.expanduser(str(model.path))).resolve() if model.path else None
     if model.source in ("hf", "gguf") and ("model", model.source, path) not in seen:
@@ -318,9 +312,6 @@ def unknown_choice(argv: list[str]) -> str | None:
     """Every `model=`, `method=`, `benchmark=` or `+experiment=` (each of a multirun's comma-separated values) that
     names no YAML in conf/<group>/ nor in a folder given by hydra.searchpath, all said in one line (not one per
     attempt) with each close match, before Hydra prints its config search path."""
-    from goose.core.sections import close_match
-    from goose.paths import config_names
-
     if (folders := _searchpath_folders(argv)) is None:
         return None  # a pkg:// entry: Hydra alone can say what it holds
     wrong: list[str] = []
@@ -359,9 +350,6 @@ def refused(argv: list[str]) -> str | None:
     unknown setting (Hydra would advise `+key=value`), a launcher that would do nothing (`launcher_refused`), a
     multirun whose results_dir cannot be written (Hydra writes multirun.yaml there), or a multirun with a bad value
     in a job (`sweep_refused`)."""
-    from goose.running.spec import unknown_override
-    from goose.storage.durable import writable_dir
-
     if (misplaced := multirun_flag_refused(argv)) is not None:
         return misplaced
     if (unknown := unknown_override(argv)) is not None:

@@ -147,20 +147,26 @@ def floor_of(module: str) -> int:
     return next(rooms[".".join(parts[:n])] for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in rooms)
 
 
-def every_import(path: Path, name: str) -> list[tuple[str, int]]:
-    """Every goose module a file names in an import statement anywhere (function bodies, TYPE_CHECKING blocks)."""
+def goose_modules(node, path: Path, name: str) -> list[str]:
+    """The goose modules an import statement of module `name` (at `path`) names; [] for any other node."""
     import ast
     import importlib.util
 
-    out = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out += [(a.name, node.lineno) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
-            out += [(base, node.lineno)]
-    return [(t, line) for t, line in out if t == "goose" or t.startswith("goose.")]
+    if isinstance(node, ast.Import):
+        found = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = [importlib.util.resolve_name("." * node.level + (node.module or ""), package)]
+    else:
+        return []
+    return [t for t in found if t == "goose" or t.startswith("goose.")]
+
+
+def every_import(path: Path, name: str) -> list[tuple[str, int]]:
+    """Every goose module a file names in an import statement anywhere (function bodies, TYPE_CHECKING blocks)."""
+    import ast
+
+    return [(t, node.lineno) for node in ast.walk(ast.parse(path.read_text())) for t in goose_modules(node, path, name)]
 
 
 def upward_imports() -> list[str]:
@@ -179,6 +185,36 @@ def test_every_module_has_a_floor():
 def test_imports_point_down():
     assert floor_of("goose.running.spec") > floor_of("goose.storage.row_schema")  # the check reads the floors
     assert upward_imports() == [], "imports of a higher floor (docs/map.md, core/): move the shared thing down"
+
+
+# An import of goose inside a function is there for start-up time only, and says so on its (first) line:
+# `# start-up time: <why>` (a heavy import, torch or pandas say, kept off the path of a light command such as
+# `goose-migrate --help` or `import goose`). Any other belongs with the module's imports at its top (two modules that
+# need each other share something that belongs in a third, or in one of them).
+LATE_REASON = re.compile(r"#\s*start-up time: \S")
+
+
+def late_imports() -> list[str]:
+    """Every import of a goose module inside a function body whose line does not say why it is there."""
+    import ast
+
+    found = []
+    for name, path in modules().items():
+        text = path.read_text()
+        lines = text.splitlines()
+        functions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        late = {node.lineno for f in functions for node in ast.walk(f) if goose_modules(node, path, name)}
+        found += [f"{path.relative_to(ROOT)}:{line}: {lines[line - 1].strip()}" for line in sorted(late)
+                  if not LATE_REASON.search(lines[line - 1])]
+    return found
+
+
+def test_an_import_inside_a_function_says_why():
+    assert LATE_REASON.search("    from goose import api  # start-up time: torch only on first use")
+    assert not LATE_REASON.search("    from goose.errors import GooseError  # late")  # the check reads the reason
+    late = late_imports()
+    assert not late, ("imports of goose inside a function, without `# start-up time: <why>` on the line: move them "
+                      "to the module's top\n" + "\n".join(late))
 
 
 def test_an_install_ships_every_room():

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from goose.benchmarks.prompts import DataDirs, Prompt, jsonl_dicts, jsonl_records, read_text_file
+from goose.benchmarks.prompts import DataDirs, Prompt, expand, jsonl_dicts, jsonl_records, read_text_file
 from goose.errors import GooseError
 
 
@@ -127,8 +127,6 @@ def jsonl(spec, data: DataDirs) -> list[Prompt]:
 
 
 def prompts_file(path: str) -> list[Prompt]:
-    from goose.benchmarks.prompts import expand
-
     p = expand(path)
     records = jsonl_records(p, "prompt file")
     with_id = [n for n, r in records if isinstance(r, dict) and "id" in r]

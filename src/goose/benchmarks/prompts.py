@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from goose.core.sections import BenchmarkSpec, fields_named, refusal_reason, section
 from goose.errors import GooseError
 from goose.paths import CONF, REPO_ROOT, cache_root, config_names
 
@@ -123,8 +124,6 @@ def benchmark_config(name: str):
     """A conf/benchmark config by name, typed (goose.core.sections.BenchmarkSpec), for scripts outside Hydra."""
     from omegaconf import OmegaConf
 
-    from goose.core.sections import BenchmarkSpec, section
-
     if name not in benchmark_names():
         raise GooseError(f"unknown benchmark '{name}'; available: {', '.join(benchmark_names())}.")
     return section(BenchmarkSpec, f"benchmark {name}",
@@ -171,8 +170,6 @@ def loader_refusal(spec, error: ValueError) -> GooseError:
     """One line for a ValueError of a benchmark's loader: the benchmark, the setting its message names or its
     failing check reads (`spec.path`, ...) and where to set it."""
     import dataclasses
-
-    from goose.core.sections import fields_named, refusal_reason
 
     settable = [f.name for f in dataclasses.fields(spec) if f.name not in ("name", "loader")]
     named = fields_named(error, settable, lambda v: v is spec)

@@ -19,6 +19,7 @@ import sys
 
 from goose.engine.draft import Draft
 from goose.errors import GooseError
+from goose.models.loading import load_model, model_config, stop_ids
 
 
 def bfs_order(parents: list[int]) -> list[int]:
@@ -188,10 +189,13 @@ def main(argv: list[str] | None = None) -> None:
 def draft_after(method: str, model: str, prompt: str, steps: int) -> tuple[Draft, int]:
     """The draft `method` proposes after `steps` verified steps of `prompt` (greedy), and the tokens committed
     by then."""
-    from goose.engine.single import Engine
-    from goose.models.loading import load_model, model_config, stop_ids
-    from goose.running.loop import Flight
-    from goose.running.registry import load_method, make_drafter, prepare_drafter
+    from goose.engine.single import Engine  # start-up time: transformers only when drafting
+    from goose.running.loop import Flight  # start-up time: transformers only when drafting
+    from goose.running.registry import (  # start-up time: omegaconf only when drafting
+        load_method,
+        make_drafter,
+        prepare_drafter,
+    )
 
     spec, budget = load_method(method, model)
     if budget.auto:

@@ -47,12 +47,14 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
+from goose.benchmarks.builtin import prompts_file
 from goose.benchmarks.prompts import load_prompts
 from goose.drafting.budget import BUSY_SPREAD, cost_curve, round_spread
 from goose.engine.backends import apply_backend, check_backend, default_backend
 from goose.engine.single import Engine
 from goose.errors import GooseError
 from goose.measurement import bench_report
+from goose.measurement import concurrency_sweep as concurrency
 from goose.measurement.speed_flags import DEFAULT_METHODS, DEFAULT_N_PROMPTS, HF_METHODS, parse_flags, remove_stale
 from goose.models.loading import identify_model, load_model, model_config, stop_ids
 from goose.models.reference import hf_greedy
@@ -155,8 +157,6 @@ def load(args: argparse.Namespace, given: list[str]) -> Setup | None:
     for b in backends:
         check_backend(b, device, dtype)
     if args.prompts:
-        from goose.benchmarks.builtin import prompts_file
-
         named = [("prompts", p.id, tok(p.text).input_ids) for p in prompts_file(args.prompts)[: args.n_prompts]]
         source = args.prompts
     else:
@@ -359,8 +359,6 @@ def run_concurrency(args, cfg, model, tok, device, dtype, prompts, specs, extra,
                     info) -> None:
     """--concurrency: every method at every concurrency against batched AR (goose.measurement.concurrency_sweep), on one
     backend (the first of --backends, else auto)."""
-    from goose.measurement import concurrency_sweep as concurrency
-
     check_backend(backend, device, dtype)
     model = apply_backend(model, backend)
     built = build_drafters([s for s in specs if s != "ar"], args.model, args.search_path, extra,

@@ -22,9 +22,11 @@ from pathlib import Path
 from goose.drafting.contract import Drafter
 from goose.drafting.cost_surface import cost_surface
 from goose.engine.batched import BatchEngine
+from goose.engine.single import Engine
 from goose.measurement import bench_report
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
+from goose.running.registry import prepare_drafter
 from goose.storage.equality import EXACT, NUMERICS, classify, tolerance
 
 
@@ -67,8 +69,6 @@ def run(args, model, tok, stops, prompts, built: dict, cost_at_one, identity, de
     one summary per cell (and --json writes them). `fp32_model`: the same model loaded in float32, when `model`
     is in half precision (AR in each dtype are compared too). `info`: what the run ran on
     (bench_report.ran_on), the head of the --json file."""
-    from goose.engine.single import Engine
-
     N, levels = args.max_new_tokens, sorted(set(args.concurrency))
     single = Engine(model)
     print(f"unbatched AR references of {len(prompts)} prompts ...", flush=True)
@@ -123,8 +123,6 @@ def armed_at(c: int, built: dict, tok, model_name: str, cost_at_one, surface) ->
     """Every method's template at concurrency `c`, AR's included: a fresh drafter per concurrency (nothing learned
     at another carries over), armed as alone at 1 (budget=auto prunes each draft on the cost curve) and for the
     batch above (which picks each request's width per step from the cost surface)."""
-    from goose.running.registry import prepare_drafter
-
     templates = {"ar": Drafter()}
     for name, (d, b) in built.items():
         d = d.spawn()
@@ -168,7 +166,7 @@ def write_json(args, head: dict, model, names: list[str], levels: list[int], ref
         "cells": out, "ar_against_float32": half})
     print(f"wrote {args.json}")
     if args.figure:
-        from goose.analysis.concurrency import plot_bench
+        from goose.analysis.concurrency import plot_bench  # start-up time: pandas and matplotlib only for --figure
 
         plot_bench(json.loads(Path(args.json).read_text())).savefig(args.figure, dpi=120, bbox_inches="tight")
         print(f"wrote {args.figure}")
@@ -177,8 +175,6 @@ def write_json(args, head: dict, model, names: list[str], levels: list[int], ref
 def half_against_fp32(fp32_model, refs, prompts, N, stops, sampling, dtype) -> dict:
     """How much half precision alone moves the text: unbatched AR in `dtype` against unbatched AR of the same
     model loaded in float32, classified with `dtype`'s tolerance."""
-    from goose.engine.single import Engine
-
     print("unbatched AR in float32, to compare AR in this dtype with ...", flush=True)
     single = Engine(fp32_model)
     counts = {EXACT: 0, NUMERICS: 0, "diverged": 0}

@@ -11,7 +11,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from goose.benchmarks.prompts import benchmark_config
+from goose.core.fingerprints import digest
+from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
+from goose.paths import CONF
+from goose.running.inputs import benchmark_prompts
+from goose.storage.durable import read_lines
+from goose.storage.result_files import CUT, OutputsFile, ResultsFile, row_check
+from goose.storage.row_schema import ROW_SCHEMA, rekeyed, schema_of
+from goose.storage.run_folder import LEGACY_ROW_SCHEMA, config_hash, legacy_config_hash
 
 BUILDING = ".migrating"  # .<name>.migrating: the re-keyed copy of <name> being built
 REPLACED = ".migrated"  # .<name>.migrated: the old <name> once its re-keyed copy is in place, until removed
@@ -62,7 +71,7 @@ def _located(target: str | None):
 
 def _importable(target: str | None):
     """The Drafter class `target` names, if it still imports."""
-    from goose.drafting.contract import Drafter
+    from goose.drafting.contract import Drafter  # start-up time: torch only when migrating
 
     obj = _located(target)
     return obj if isinstance(obj, type) and issubclass(obj, Drafter) else None
@@ -73,8 +82,6 @@ def _loader_here(bench):
     the loader of the benchmark config of the same name (folders of the claims sweep name loaders where they were,
     goose.benchmark_loaders.*; the recorded path stays in the spec, which the schema-4 key hashed). None where
     neither imports."""
-    from goose.benchmarks.prompts import benchmark_config
-
     recorded = bench.loader.get("_target_") if isinstance(bench.loader, dict) else None
     if callable(_located(recorded)):
         return bench
@@ -92,7 +99,11 @@ def _registered(name: str, search_path: tuple[str, ...]):
     it only there."""
     from omegaconf import OmegaConf
 
-    from goose.running.registry import compose_config, drafter_class, method_names
+    from goose.running.registry import (  # start-up time: torch only when migrating
+        compose_config,
+        drafter_class,
+        method_names,
+    )
 
     if name not in method_names(search_path):
         return None
@@ -105,8 +116,7 @@ def _defaults() -> dict:
     default (a key it changes would not verify anyway)."""
     from omegaconf import OmegaConf
 
-    from goose.paths import CONF
-    from goose.running.spec import declared_keys
+    from goose.running.spec import declared_keys  # start-up time: torch only when migrating
 
     raw = OmegaConf.to_container(OmegaConf.load(CONF / "config.yaml"), resolve=False)
     tops = {k.split(".")[0] for k in declared_keys()}
@@ -120,8 +130,8 @@ def stored_spec(config: dict, search_path: tuple[str, ...] = ()):
     recorded import path)."""
     import torch
 
-    from goose.drafting.contract import BUDGET, role_fields
-    from goose.running.spec import RunSpec
+    from goose.drafting.contract import BUDGET, role_fields  # start-up time: torch only when migrating
+    from goose.running.spec import RunSpec  # start-up time: torch only when migrating
 
     ident = config.get("identity") or {}
     plain = {k: v for k, v in config.items() if k != "identity"}
@@ -170,8 +180,6 @@ def _batches(spec, rows: list[dict]) -> tuple[list[list[str] | None], str]:
                f"{spec.benchmark.name!r}")
     else:
         try:
-            from goose.running.inputs import benchmark_prompts
-
             out.append([p.id for p in benchmark_prompts(dataclasses.replace(spec, benchmark=bench), say=False)[1]])
         except (GooseError, OSError) as e:  # its data is not on this machine: the rows' prompts may be the list
             why = f"its benchmark's prompts do not read here ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
@@ -203,9 +211,6 @@ def _torn(path: Path) -> bool:
 
 def read_outputs(path: Path) -> list[dict]:
     """Every outputs record in order (superseded ones too); a damaged line refuses the folder."""
-    from goose.storage.durable import read_lines
-    from goose.storage.result_files import OutputsFile
-
     reader = OutputsFile(path)
     reader.read()
     if reader.damaged:
@@ -215,8 +220,6 @@ def read_outputs(path: Path) -> list[dict]:
 
 
 def _rekey_output(record: dict, new: str) -> dict:
-    from goose.core.fingerprints import digest
-
     out = {k: v for k, v in record.items() if k != "check"}
     out["config_hash"] = new
     if "check" in record:
@@ -227,11 +230,6 @@ def _rekey_output(record: dict, new: str) -> dict:
 def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
     """What migrating `folder` means: a Plan, or the Outcome that leaves it as it is. Reads only (the model's
     fingerprint is config.yaml's: no model is needed)."""
-    from goose.core.identity import ModelIdentity
-    from goose.storage.result_files import CUT, ResultsFile, row_check
-    from goose.storage.row_schema import ROW_SCHEMA, rekeyed, schema_of
-    from goose.storage.run_folder import LEGACY_ROW_SCHEMA, config_hash, legacy_config_hash
-
     if not (folder / "config.yaml").is_file():
         return Outcome("skipped", folder, "no config.yaml: its configuration cannot be verified; left as it is")
     results = ResultsFile(folder / "results.csv")

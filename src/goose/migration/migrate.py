@@ -35,11 +35,11 @@ from pathlib import Path
 from goose.errors import GooseError
 from goose.migration.legacy import BUILDING, REPLACED, Outcome, Plan, inspect, load_config
 from goose.migration.rekey import execute, holds
+from goose.storage.result_files import RunLock, lock_held
+from goose.storage.row_schema import ROW_SCHEMA
 
 
 def _written_by_schema_5(folder: Path) -> bool:
-    from goose.storage.row_schema import ROW_SCHEMA
-
     try:
         return str(load_config(folder / "config.yaml")["identity"].get("row_schema")) == str(ROW_SCHEMA)
     except GooseError:
@@ -69,8 +69,6 @@ def leftovers(root: Path) -> list[Path]:
 
 def clean(left: Path, dry_run: bool) -> Outcome | None:
     """Remove one leftover. A half-built copy is removed only while no migration of its folder holds the lock."""
-    from goose.storage.result_files import RunLock
-
     verb = "would remove" if dry_run else "removed"
     if left.name.endswith(REPLACED):
         if not dry_run:
@@ -94,8 +92,6 @@ def clean(left: Path, dry_run: bool) -> Outcome | None:
 def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ...] = ()) -> list[Outcome]:
     """Re-key every schema-4 run folder below `paths` (see the module docstring). One Outcome per folder;
     `dry_run`: what would change, writing nothing (no lock file either)."""
-    from goose.storage.result_files import RunLock, lock_held
-
     outcomes: list[Outcome] = []
     folders: list[Path] = []
     for root in paths:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from goose.errors import GooseError
 from goose.migration.legacy import BUILDING, NOT_CARRIED, REPLACED, REWRITTEN, Plan, read_outputs
+from goose.storage.result_files import OutputsFile, ResultsFile
 
 
 # --- writing -----------------------------------------------------------------------------------------------
@@ -69,8 +70,6 @@ def build(plan: Plan, tmp: Path) -> None:
     """The re-keyed folder, complete, at `tmp`: the rewritten files, every other entry hard-linked."""
     from omegaconf import OmegaConf
 
-    from goose.storage.result_files import OutputsFile, ResultsFile
-
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     for entry in plan.folder.iterdir():
@@ -115,8 +114,6 @@ def exchange(a: Path, b: Path) -> None:
 def holds(target: Path, plan: Plan) -> bool:
     """`target` already holds every re-keyed row and outputs record of `plan` (an interrupted migration put it
     there; a run may have added rows since)."""
-    from goose.storage.result_files import ResultsFile
-
     if not (target / "results.csv").is_file():
         return False
     try:

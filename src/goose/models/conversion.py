@@ -17,6 +17,7 @@ import torch
 from goose.core.fingerprints import file_sha256
 from goose.errors import GooseError
 from goose.paths import cache_root
+from goose.storage.durable import write_error
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -74,8 +75,6 @@ def converted_gguf(gguf_path: Path, dtype: torch.dtype | str = torch.float32) ->
             tmp.rename(out)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        from goose.storage.durable import write_error
-
         raise write_error(out, e, "write the converted model") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -29,6 +29,7 @@ import torch
 
 from goose.core.fingerprints import digest, file_fingerprint, folder_fingerprint
 from goose.core.identity import ModelIdentity
+from goose.core.sections import ModelSpec, section
 from goose.errors import GooseError
 from goose.models.conversion import DTYPES, assembled_gguf, converted_gguf
 from goose.paths import CONF, config_names
@@ -180,8 +181,6 @@ def model_config(name: str, path: str | None = None):
     import dataclasses
 
     from omegaconf import OmegaConf
-
-    from goose.core.sections import ModelSpec, section
 
     names = model_config_names()
     if name not in names:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from goose.engine.sampling import Sampler, Sampling
+from goose.engine.sampling import Sampler, Sampling, ranked
 
 
 class GumbelNoise:
@@ -47,8 +47,6 @@ def hf_reference(model, ids: list[int], max_new_tokens: int, stops: frozenset[in
                  sampling: Sampling | None = None) -> dict:
     """Hugging Face greedy `generate` (on our perturbed logits when sampling) as a reference entry: its tokens
     and, from the scores it chose them by, each token's margin, runners-up and gaps."""
-    from goose.engine.sampling import ranked
-
     out = hf_greedy(model, ids, max_new_tokens, stops, sampling, output_scores=True, return_dict_in_generate=True)
     tokens = out.sequences[0, len(ids):].tolist()
     choices = [ranked(s[0].float(), t) for s, t in zip(out.scores, tokens)]

@@ -31,6 +31,7 @@ from goose.drafting.cost_surface import cost_surface
 from goose.engine.backends import apply_backend
 from goose.engine.batched import BatchEngine
 from goose.engine.single import Engine
+from goose.errors import GooseError
 from goose.models.loading import load_model, load_tokenizer, stop_ids
 from goose.models.reference import hf_reference
 from goose.running.inputs import Turn, build_input, check_budget, check_chat_template, token_room, turns_of
@@ -39,9 +40,11 @@ from goose.running.registry import prepare_drafter
 from goose.running.rows import make_row
 from goose.running.spec import RunSpec
 from goose.running.timing import BatchTimer, Measured, Timer, reference_entry, reference_key
+from goose.running.tracking import open_tracker
+from goose.storage.metrics import summarize
 from goose.storage.result_files import OutputsFile, ReferenceStore, ResultsFile, TimingStore, token_pieces
 from goose.storage.run_folder import RunIdentity
-from goose.storage.run_records import environment, write_trace
+from goose.storage.run_records import environment, latest_rows, write_trace
 
 
 def load_engine(spec: RunSpec, identity: ModelIdentity) -> tuple[Engine, Any, Any]:
@@ -93,10 +96,6 @@ class Decoding:
 
     def run(self, prompts: list[Prompt], todo: list[Prompt], done: set[str]) -> None:
         """Decode `todo` (rows appended as they finish); the tracker sees every row and, at the end, the summary."""
-        from goose.running.tracking import open_tracker
-        from goose.storage.metrics import summarize
-        from goose.storage.run_records import latest_rows
-
         self.check_room(todo)
         self.check_cost()
         self.tracker, self.logged = open_tracker(self.spec, self.ident.model.label, self.run_dir), []
@@ -139,8 +138,6 @@ class Decoding:
         mine = self.ident.config_hash
         kept = {r.get("cost_fingerprint") for r in self.results.rows() if r.get("config_hash") == mine} - {"", None}
         if kept and kept != {self.cost_fp}:
-            from goose.errors import GooseError
-
             raise GooseError(f"{self.run_dir} holds budget=auto rows pruned against another cost (fingerprint "
                              f"{', '.join(sorted(kept))}; here {self.cost_fp}: another machine, thread count or "
                              "backend, or a re-measured curve). Resume where they were measured, or give another "

@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from goose.core.sections import MethodSpec, check_keys, fields_named, refusal_reason
-from goose.drafting.budget import Budget
+from goose.drafting.budget import AutoBudget, Budget
 from goose.drafting.contract import (
     BUDGET,
     MEMORY,
@@ -144,8 +144,6 @@ def prepare_drafter(drafter: Drafter, budget: Budget, tokenizer, model_name: str
     or built on first use), and under budget=auto the pruner over the cost curve (`cost()`, measured or
     read once; `defer`: in a batch, which picks every request's width for the forward they share). The one
     place drafters are armed (runner, API, bench)."""
-    from goose.drafting.budget import AutoBudget
-
     if drafter.capabilities.tokenizer_bound:
         drafter.bind_tokenizer(tokenizer, model_name)
     if budget.auto:

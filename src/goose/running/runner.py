@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from goose.core.fingerprints import prompts_fingerprint
-from goose.core.sections import section
+from goose.core.sections import ModelSpec, section
 from goose.drafting.contract import NO_MEMORY, Drafter
 from goose.errors import GooseError
 from goose.models.loading import identify_model, load_tokenizer, stop_ids
@@ -67,8 +67,6 @@ def checked_spec(cfg) -> RunSpec:
     try:
         return RunSpec.from_config(cfg)
     except DeviceError as e:
-        from goose.core.sections import ModelSpec
-
         try:
             from omegaconf import OmegaConf
 

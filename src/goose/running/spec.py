@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from goose.benchmarks.prompts import check_turns
 from goose.core.sections import (
     BenchmarkSpec,
     MethodSpec,
@@ -30,8 +31,12 @@ from goose.core.sections import (
     wandb_section,
 )
 from goose.drafting.budget import Budget
+from goose.drafting.contract import check_memory, memory_label, takes_budget
+from goose.engine.backends import check_backend, default_backend
 from goose.engine.sampling import Sampling
 from goose.errors import GooseError
+from goose.models.loading import resolve_device, resolve_dtype
+from goose.storage.metrics import FIXED
 
 SETTING = "goose_setting"
 
@@ -128,8 +133,6 @@ def budget_value(v) -> Budget:
 
 
 def memory_mode(v) -> str | None:
-    from goose.drafting.contract import check_memory
-
     check_memory(v, "memory setting", null_ok=True)
     return v
 
@@ -204,17 +207,12 @@ class RunSpec:
     @property
     def budget_label(self) -> str | int:
         """As given, or `fixed` for a method no numeric budget changes (a budget sweep runs it once)."""
-        from goose.drafting.contract import takes_budget
-        from goose.storage.metrics import FIXED
-
         if self.budget.auto:
             return "auto"
         return self.budget.nodes if takes_budget(self.method.config) else FIXED
 
     @property
     def memory_label(self) -> str:
-        from goose.drafting.contract import memory_label
-
         return memory_label(self.method.config)
 
     @property
@@ -269,8 +267,6 @@ class RunSpec:
             raw = engine.get("backend", "auto") if key == "engine.backend" else plain.get(key)
             values[f.name] = parse(raw)
         Sampling(values["temperature"], values["top_k"], values["top_p"], values["seed"])  # refuses bad values
-        from goose.benchmarks.prompts import check_turns
-
         model = section(ModelSpec, "model", plain.get("model"))
         benchmark = section(BenchmarkSpec, "benchmark", plain.get("benchmark"))
         check_turns(benchmark.turns)
@@ -279,7 +275,7 @@ class RunSpec:
         if values["concurrency"] > 1 and values["speedup_reference"] == "cached":
             raise GooseError("speedup_reference=cached reuses AR timings of one request at a time; at concurrency > 1 "
                              "batched AR is timed beside the method's batch (interleaved) or not at all (none).")
-        from goose.running.registry import resolve_method
+        from goose.running.registry import resolve_method  # start-up time: omegaconf only when a spec is built
 
         method = resolve_method(plain.get("method"), values["budget"], values["memory"])
         device, dtype = resolved_device_dtype(values["device"], values["dtype"], model)
@@ -289,8 +285,6 @@ class RunSpec:
 
 
 def resolved_device_dtype(device: str, dtype: str, model: ModelSpec) -> tuple[torch.device, torch.dtype]:
-    from goose.models.loading import resolve_device, resolve_dtype
-
     try:
         dev = resolve_device(device if device != "auto" else model.device)
     except GooseError as e:
@@ -300,8 +294,6 @@ def resolved_device_dtype(device: str, dtype: str, model: ModelSpec) -> tuple[to
 
 def resolved_backend(name: str, device: torch.device, dtype: torch.dtype) -> str:
     """engine.backend, checked against the device and dtype (auto: prepacked for fp32 on CPU, else eager)."""
-    from goose.engine.backends import check_backend, default_backend
-
     name = default_backend(device, dtype) if name == "auto" else name
     check_backend(name, device, dtype)
     return name

@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from goose.errors import GooseError
+from goose.storage.run_records import run_name
+
 
 class Tracker:
     def __init__(self, mode: str, project: str, name: str, group: str, config: dict, run_dir: Path,
@@ -18,8 +21,6 @@ class Tracker:
         if mode == "disabled":
             return
         if mode not in ("offline", "online"):
-            from goose.errors import GooseError
-
             raise GooseError(f"logging.wandb.mode must be offline, online or disabled (got {mode!r}).")
         import wandb
 
@@ -63,8 +64,6 @@ def open_tracker(spec, label: str, run_dir: Path) -> Tracker:
     """A configuration's run, at any concurrency: named by goose.storage.run_records.run_name (every part of the
     run folder's name but the hash, so runs that differ only in budget, memory or concurrency are told apart),
     grouped by model and benchmark."""
-    from goose.storage.run_records import run_name
-
     w = spec.logging
     return Tracker(w.mode, w.project, run_name(spec, label), f"{label}/{spec.benchmark.name}",
                    {**spec.plain, "method": spec.plain_section("method")}, run_dir, w.entity)

@@ -35,6 +35,7 @@ from goose.core.fingerprints import digest
 from goose.core.rooms import top_level_room
 from goose.errors import GooseError
 from goose.paths import CONF
+from goose.storage.durable import append_text, read_lines
 
 ROOMS = ("goose.methods", "goose.baselines", "goose.drafting", "goose.engine", "goose.running.loop",
          "goose.running.batch_loop")
@@ -201,8 +202,6 @@ def ledger(path: Path | None = None) -> list[dict]:
 def _accepted(run_dir: Path) -> list[dict]:
     """The folder's earlier acceptances (code-accepted.jsonl): each {from: [...], to, at, rows}; a line that
     does not read back counts for nothing."""
-    from goose.storage.durable import read_lines
-
     out = []
     for line in read_lines(run_dir / ACCEPTED):
         try:
@@ -259,8 +258,6 @@ def check_code(rows: list[dict], run_dir: Path, chash: str, current: str, accept
             f"code is {current}): the drafter or the code that decodes and verifies it changed since. Measure this "
             "code afresh with another results_dir=... (or run_dir=...), or keep those rows and add this code's "
             f"beside them with accept_other_code=true (recorded in {ACCEPTED}).")
-    from goose.storage.durable import append_text
-
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     record = {"from": sorted(other), "to": current, "at": at, "rows": n, "config_hash": chash, "pid": os.getpid()}
     append_text(run_dir / ACCEPTED, json.dumps(record) + "\n", sync=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 from goose.core.fingerprints import digest, path_fingerprint
 from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
-from goose.storage.row_schema import ROW_SCHEMA
+from goose.storage.durable import write_error
+from goose.storage.row_schema import ROW_SCHEMA, schema_of
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Interrupted(Exception):
 def data_fingerprint(config) -> str:
     """The content of every file or folder a drafter's Config names with data_setting() (a rebuilt REST
     datastore is another configuration); "" when it names none."""
-    from goose.drafting.contract import data_paths
+    from goose.drafting.contract import data_paths  # start-up time: torch only when hashing (goose-migrate)
 
     paths = data_paths(config)
     return digest({name: path_fingerprint(p) for name, p in sorted(paths.items())}) if paths else ""
@@ -42,7 +43,7 @@ def data_fingerprint(config) -> str:
 
 def hashed_fields(spec, model_fp: str, prompts_fp: str, data_fp: str, batch: list[str] | None = None) -> dict:
     """What the config hash is a digest of (see `config_hash`)."""
-    from goose.drafting.contract import data_paths
+    from goose.drafting.contract import data_paths  # start-up time: torch only when hashing (goose-migrate)
 
     method = {k: v for k, v in spec.method.values().items() if k not in data_paths(spec.method.config)}
     kept = {**spec.settings("hashed"), "model": spec.model.hashed(), "benchmark": spec.benchmark.hashed(),
@@ -90,8 +91,6 @@ def default_run_dir(spec, label: str, chash: str) -> Path:
 
 def check_one_configuration(rows: list[dict], run_dir: Path, chash: str) -> None:
     """A run folder holds one configuration: rows of another are never mixed in or reused."""
-    from goose.storage.row_schema import schema_of
-
     other = sorted({r.get("config_hash") for r in rows} - {chash})
     if other:
         old = any(schema_of(r) == LEGACY_ROW_SCHEMA for r in rows)
@@ -107,8 +106,6 @@ def check_one_configuration(rows: list[dict], run_dir: Path, chash: str) -> None
 def write_config(run_dir: Path, spec, ident: RunIdentity) -> None:
     """The resolved config and what it pointed at, beside the rows."""
     from omegaconf import OmegaConf
-
-    from goose.storage.durable import write_error
 
     plain = {**spec.plain, "method": spec.plain_section("method")}
     plain["identity"] = {"config_hash": ident.config_hash, "model": ident.model.description,

@@ -12,6 +12,8 @@ from pathlib import Path
 import torch
 
 from goose.engine.backends import device_name
+from goose.storage.durable import append_text, write_error
+from goose.storage.result_files import ResultsFile
 
 
 def environment(device: torch.device, dtype: torch.dtype) -> dict:
@@ -37,8 +39,6 @@ def latest_rows(rows: list[dict], chash: str, asked: list[str] | None = None) ->
 
 def write_summary(run_dir: Path, summary: dict) -> None:
     """summary.json and summary.csv, each replaced whole."""
-    from goose.storage.durable import write_error
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(summary))
     w.writeheader()
@@ -55,8 +55,6 @@ def write_summary(run_dir: Path, summary: dict) -> None:
 
 
 def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
-    from goose.storage.durable import append_text
-
     append_text(path, "".join(json.dumps({"prompt_id": prompt_id, "step": i, **step}) + "\n"
                               for i, step in enumerate(steps)))
 
@@ -70,8 +68,6 @@ def summary_concurrency(s: dict, path: Path) -> int:
     the configuration's rows in `path`; rows from before it ran one request at a time)."""
     if s.get("concurrency") is not None:
         return int(s["concurrency"])
-    from goose.storage.result_files import ResultsFile
-
     levels = {str(r.get("concurrency") or 1) for r in latest_rows(ResultsFile(path).rows(), s.get("config_hash"))}
     level = levels.pop() if len(levels) == 1 else "1"
     return int(level) if level.isdigit() else 1
