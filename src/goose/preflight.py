@@ -303,7 +303,7 @@ def sweep_refused(argv: list[str]) -> str | None:
                 if "slurm" not in name:  # a SLURM job's paths are its node's: it checks them itself
                     _check_inputs(spec, seen)
             except GooseError as e:
-                which = ", ".join(o for o in job if o.split("=", 1)[0] in swept)
+                which = ", ".join(o.removeprefix("++") for o in job if o.split("=", 1)[0] in swept)  # as typed
                 return f"the sweep's job {which}: {e} No job was started: fix the sweep and run it again"
     return None
 

@@ -316,6 +316,27 @@ def test_a_cost_curve_measured_on_a_busy_machine_is_measured_again(capsys):
     assert round_spread(Narrow().measure_rounds([1, 2, 4, 8, 16, 32, 64], 3)) == 2.0
 
 
+def test_a_cost_curve_is_never_cheaper_for_more_nodes_and_a_slow_measurement_says_so(capsys, monkeypatch):
+    """A noisy time below a narrower width's (a busy spell) would make a wider tree look free: the curve kept is the
+    closest non-decreasing one (by hand: 4 then 2 pool to 3, 3); a measurement that ran far slower than its estimate
+    says so even when its rounds agree."""
+    from goose.drafting import budget
+    from goose.drafting.budget import measure_quietly, monotone
+
+    assert monotone([1.0, 4.0, 2.0, 5.0]) == [1.0, 3.0, 3.0, 5.0]
+    assert monotone([1.0, 2.0]) == [1.0, 2.0]
+
+    class Dip:
+        def measure_rounds(self, widths, repeats, context_len=256):
+            return [[{1: 0.4, 4: 0.2, 12: 0.6}[w]] * repeats for w in widths]
+
+    clock = iter([0.0, 30.0])  # the measurement "took" 30 s
+    monkeypatch.setattr(budget.time, "perf_counter", lambda: next(clock))
+    assert measure_quietly(Dip(), [1, 4, 12], repeats=3, estimate=5.0) == pytest.approx([0.3, 0.3, 0.6])
+    out = capsys.readouterr().out
+    assert "measured 6x slower than estimated (other processes share the cores); its rounds agree, so it is kept" in out
+
+
 @pytest.mark.parametrize("make", [GooseDrafter, lambda: BalancedTreeDrafter(branching=3)])
 def test_auto_budget_decisions_depend_on_the_prompt_only(tiny, prompts, make):
     """A prompt decoded after others (one drafter, one process) gets the same drafts as when it runs alone:

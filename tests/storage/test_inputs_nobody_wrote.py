@@ -155,6 +155,8 @@ def test_a_greedy_run_with_another_seed_is_the_same_configuration(tiny_folder, t
     (["+benchmark.category=nosuch"], "unknown setting 'benchmark.category'"),
     (["method=goose", "+method.drafter.rhoo=0.3"], "unknown setting 'method.drafter.rhoo' (did you mean rho?)"),
     (["+engine.turbo=1"], "unknown setting 'engine.turbo'"),
+    (["method=pld", "max_ngram=3"], "'max_ngram' (a method's own setting: method.drafter.max_ngram=...)"),
+    (["method=pld", "method.drafter.max_ngram=abc"], "method 'pld': method.drafter.max_ngram='abc': Value 'abc'"),
     (["method=gose"], "method=gose: no such method (did you mean goose?)"),
     (["-m", "method=pld,nosuch"], "method=nosuch: no such method"),
     (["model=smollm3"], "model=smollm3: no such model (did you mean smollm2-135m?)"),

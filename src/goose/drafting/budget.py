@@ -18,6 +18,7 @@ import os
 import re
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -359,7 +360,8 @@ def cost_curve(engine: Engine, model: ModelIdentity, device: torch.device, dtype
           f"run): {steps} timed forwards ({len(widths)} node counts x {rounds} rounds x {len(contexts)} context(s)), "
           f"{about(estimate)}; {path}", flush=True)
     with progress_bar(steps, "cost curve") as bar:
-        rows = [measure_quietly(engine, widths, repeats=CURVE_REPEATS, context_len=c, bar=bar) for c in contexts]
+        rows = [measure_quietly(engine, widths, repeats=CURVE_REPEATS, context_len=c, bar=bar,
+                                estimate=None if estimate is None else estimate / len(contexts)) for c in contexts]
     curve = CostCurve(widths, rows[0], contexts, rows)
     write_profile(path, curve.to_json())
     return curve
@@ -377,28 +379,65 @@ def round_spread(rounds: list[list[float]]) -> float:
     return max(factors) / min(factors)
 
 
-def measure_quietly(engine: Engine, widths: list[int], attempts: int = 3, repeats: int = CURVE_REPEATS,
-                    context_len: int = CURVE_CONTEXTS[0], bar=None) -> list[float]:
-    """The cost curve, measured again while its rounds disagree (another process took the cores for part
-    of it); after `attempts`, the calmest one is kept. The curve is cached for every later budget=auto
-    run, so a busy spell must not be kept when it can be avoided. `bar`: a progress bar (`progress_bar`) that
-    counts every timed forward, its total grown by a measurement taken again."""
+def monotone(values: list[float]) -> list[float]:
+    """The non-decreasing sequence closest to `values` in squared error (pooling adjacent violators): more nodes
+    never cost less, and a noisy time below its neighbour's would make a wider tree look free."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for v in values:
+        blocks.append([v, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, c2), (m1, c1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
+    return [m for m, c in blocks for _ in range(int(c))]
+
+
+def say(bar, line: str) -> None:
+    """A line above the progress bar (or plain, without one)."""
+    if bar is None:
+        print(line, flush=True)
+    else:
+        bar.write(line, file=sys.stdout)
+        sys.stdout.flush()
+
+
+def calmest(measure, spread_of, attempts: int = 3, bar=None, steps: int = 0, estimate: float | None = None):
+    """`measure(progress)` again while its rounds disagree (`spread_of(result)` > BUSY_SPREAD: another process took
+    the cores for part of it), at most `attempts` times; the calmest result. A profile is cached for every later
+    budget=auto run, so a busy spell must not be kept when it can be avoided. Each busy attempt is said, and grows
+    the bar's total by `steps` (one attempt's timed forwards); an attempt over twice `estimate` (seconds on an idle
+    machine) says how much slower it ran, kept or not: evenly shared cores keep the ratios budget=auto reads, but
+    the user learns where the wait went and how to measure afresh."""
     tried = []
     for attempt in range(1, attempts + 1):
-        counted = {"progress": bar.update} if bar is not None else {}
-        rounds = engine.measure_rounds(widths, context_len=context_len, repeats=repeats, **counted)
-        tried.append((round_spread(rounds), rounds))
-        if tried[-1][0] <= BUSY_SPREAD:
+        started = time.perf_counter()
+        result = measure(bar.update if bar is not None else None)
+        took = time.perf_counter() - started
+        spread = spread_of(result)
+        tried.append((spread, result))
+        slow = estimate and took > 2 * estimate
+        slower = f"{took / estimate:.0f}x slower than estimated (other processes share the cores)" if slow else ""
+        if spread <= BUSY_SPREAD:
+            if slow:
+                say(bar, f"[goose] measured {slower}; its rounds agree, so it is kept; delete the file to measure "
+                         "afresh on an idle machine")
             break
         again = "measuring again" if attempt < attempts else "keeping the calmest; delete the file to measure afresh"
-        said = f"[goose] the machine was busy while measuring: rounds {tried[-1][0]:.2f}x apart; {again}"
-        if bar is None:
-            print(said, flush=True)
-        else:
-            bar.write(said, file=sys.stdout)
-            sys.stdout.flush()
-            if attempt < attempts:
-                bar.total += (repeats + 1) * len(widths)
-                bar.refresh()
-    rounds = min(tried, key=lambda x: x[0])[1]
-    return [statistics.median(t) for t in rounds]
+        say(bar, f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart"
+                 f"{', ' + slower if slow else ''}; {again}")
+        if bar is not None and attempt < attempts:
+            bar.total += steps
+            bar.refresh()
+    return min(tried, key=lambda x: x[0])[1]
+
+
+def measure_quietly(engine: Engine, widths: list[int], attempts: int = 3, repeats: int = CURVE_REPEATS,
+                    context_len: int = CURVE_CONTEXTS[0], bar=None, estimate: float | None = None) -> list[float]:
+    """The cost curve after `context_len` tokens: the median of each width's rounds, measured until the rounds agree
+    (`calmest`), made non-decreasing in the width (`monotone`). `bar`: a progress bar (`progress_bar`) that counts
+    every timed forward; `estimate`: seconds one measurement takes on an idle machine."""
+    def measure(progress):
+        counted = {"progress": progress} if progress is not None else {}
+        return engine.measure_rounds(widths, context_len=context_len, repeats=repeats, **counted)
+
+    rounds = calmest(measure, round_spread, attempts, bar, (repeats + 1) * len(widths), estimate)
+    return monotone([statistics.median(t) for t in rounds])

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import heapq
 import statistics
-import sys
 import time
 
 import torch
 
 from goose.drafting.budget import (
-    BUSY_SPREAD,
     CostCurve,
     StoredProfile,
     about,
     cached_profile,
+    calmest,
     interpolate,
+    monotone,
     profile_key,
     progress_bar,
     round_spread,
@@ -238,18 +238,6 @@ def measure_harvest(engine, context_len: int = 256, repeats: int = 5, topk: int 
     return statistics.median(ratios[1:])
 
 
-def monotone(values: list[float]) -> list[float]:
-    """The non-decreasing sequence closest to `values` in squared error (pooling adjacent violators): more nodes
-    never cost less, and a noisy ratio below its neighbour's would make a wider tree look free."""
-    blocks: list[list[float]] = []  # [mean, count]
-    for v in values:
-        blocks.append([v, 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            (m2, c2), (m1, c1) = blocks.pop(), blocks.pop()
-            blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
-    return [m for m, c in blocks for _ in range(int(c))]
-
-
 def surface_from_rounds(rounds: dict, rows: list[int], widths: list[int]) -> CostSurface:
     """seconds(n, w) = the median one-node forward of n rows x the median ratio of w nodes to the one-node
     forward timed next to it, made non-decreasing in w (and never below the one-node forward)."""
@@ -279,21 +267,10 @@ def cost_surface(engine, model, device: torch.device, dtype: torch.dtype, concur
     print(f"[goose] budget=auto in a batch measures this model's batched verification cost on this machine once "
           f"(cached for every later run): {per_round * (repeats + 1)} timed forwards ({rows} requests x {widths} nodes "
           f"x {repeats + 1} rounds), {about(estimate)}; {path}", flush=True)
-    tried = []
     with progress_bar(per_round * (repeats + 1), "cost surface") as bar:
-        for attempt in range(1, attempts + 1):
-            rounds = measure_rounds(engine, rows, widths, repeats=repeats, progress=bar.update)
-            spread = round_spread([[t / o for t, o in r] for r in rounds.values()])
-            tried.append((spread, rounds))
-            if spread <= BUSY_SPREAD:
-                break
-            bar.write(f"[goose] the machine was busy while measuring: rounds {spread:.2f}x apart"
-                      + ("; measuring again" if attempt < attempts else "; keeping the calmest"), file=sys.stdout)
-            sys.stdout.flush()
-            if attempt < attempts:
-                bar.total += per_round * (repeats + 1)
-                bar.refresh()
-    rounds = min(tried, key=lambda x: x[0])[1]
+        rounds = calmest(lambda progress: measure_rounds(engine, rows, widths, repeats=repeats, progress=progress),
+                         lambda r: round_spread([[t / o for t, o in pairs] for pairs in r.values()]), attempts, bar,
+                         per_round * (repeats + 1), estimate)
     surface = surface_from_rounds(rounds, rows, widths)
     surface.harvest_s = measure_harvest(engine) * surface(1, 1) / 256
     write_profile(path, surface.to_json())

@@ -103,8 +103,10 @@ def resolve_method(method, budget: Budget, memory: str | None = None) -> MethodS
             values[f] = memory
     try:  # typed by the dataclass (a string where an int belongs is refused), then validated by it
         values = OmegaConf.to_container(OmegaConf.merge(OmegaConf.structured(cls.Config), values))
-    except OmegaConfBaseException as e:
-        raise GooseError(f"method '{name}': {str(e).splitlines()[0]}") from None
+    except OmegaConfBaseException as e:  # OmegaConf's message names the value, not the field: say which
+        key = getattr(e, "full_key", None) or getattr(e, "key", None)
+        field = f"method.drafter.{key}={values.get(key)!r}: " if key in values else ""
+        raise GooseError(f"method '{name}': {field}{str(e).splitlines()[0]}") from None
     try:
         config = cls.Config(**values)
     except GooseError:

@@ -329,7 +329,9 @@ def unknown_override(argv: list[str]) -> str | None:
         key = arg.split("=", 1)[0].lstrip("+~")
         top = key.replace("/", ".").split(".")[0].split("@")[0]
         if top and top not in top_keys and top not in GROUPS:
-            return f"unknown setting '{key}'{close_match(top, [*top_keys, *GROUPS])}: python run.py --help lists them."
+            near = close_match(top, [*top_keys, *GROUPS])
+            drafter = f" (a method's own setting: method.drafter.{key}=...)" if not near and "." not in key else ""
+            return f"unknown setting '{key}'{near}{drafter}: python run.py --help lists them."
     return None
 
 

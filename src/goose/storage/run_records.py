@@ -94,7 +94,7 @@ def print_summary(s: dict, path: Path) -> None:
              if s["numerics"] or s["diverged"] else "")
     print(
         f"\n{s['method']} on {s['benchmark']} ({s['model']}, B={s['budget']}, memory={s['memory']}): "
-        f"{s['prompts']} prompts, "
+        f"{s['prompts']} prompt{'' if s['prompts'] == 1 else 's'}, "
         f"{s['new_tokens']} tokens\n"
         f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
         f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}\n"
