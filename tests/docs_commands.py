@@ -15,12 +15,12 @@ DOCS = [ROOT / "README.md", ROOT / "experiments" / "README.md", *sorted((ROOT / 
 FENCE = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.S)
 INLINE = re.compile(r"`([^`\n]+)`")
 STARTS = ("python run.py", "goose-run", "python -m goose.", "goose-reproduce", "goose-bench", "goose-migrate", "make ",
-          "jupyter execute")
+          "jupyter execute", "goose-serve")
 ENV = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")  # VAR=value words before a command
 NOTEBOOK_ENV = {"GOOSE_RESULTS", "GOOSE_ARTIFACTS"}  # what analysis/figures.ipynb reads
 EXECUTE_FLAGS = {"--output", "--inplace", "--allow-errors", "--timeout", "--startup_timeout", "--kernel_name"}
 SCRIPTS = {"goose-reproduce": "goose.analysis.reproduce", "goose-bench": "goose.measurement.bench",
-           "goose-migrate": "goose.migration.migrate"}
+           "goose-migrate": "goose.migration.migrate", "goose-serve": "goose.serving.command"}
 
 
 def commands() -> list[tuple[str, str]]:

@@ -136,7 +136,7 @@ FLOORS = (
     ("goose.measurement", "goose.experiments", "goose.exports"),
     ("goose.api", "goose.preflight", "goose.help"),
     ("goose.demo",),
-    ("goose.cli",),
+    ("goose.cli", "goose.serving"),
     ("goose",),
 )
 

@@ -1,0 +1,171 @@
+"""goose-serve: an OpenAI-compatible server over the batch engine, for any model and method the harness runs.
+
+    goose-serve model=smollm2-135m method=goose budget=auto concurrency=4 --port 8000
+
+Settings are run.py's (model=, method=, budget=, memory=, concurrency=, device=, dtype=, engine.backend=,
+max_new_tokens= as the default max_tokens, rest_datastore=, method.drafter.KEY=, model.KEY=), composed and checked
+by the same code (goose.running.spec), so a name means here what it means there. Sampling is per request
+(temperature, top_p, top_k, seed in the request body). The server binds 127.0.0.1 unless --host says otherwise;
+SIGTERM (or Ctrl-C) stops accepting, finishes every request in flight and waiting, and exits 0. docs/serving.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+from typing import NoReturn
+
+import uvicorn
+
+from goose.cli import drafter_overrides
+from goose.drafting.cost_surface import cost_surface
+from goose.engine.batched import BatchEngine
+from goose.errors import GooseError
+from goose.models.loading import identify_model, stop_ids
+from goose.preflight import unknown_choice
+from goose.running.decoding import load_engine
+from goose.running.registry import compose_config, make_drafter, prepare_drafter, spec_label
+from goose.running.runner import checked_spec
+from goose.running.spec import unknown_override
+from goose.serving.app import Options, Served, make_app
+
+DEFAULT_CONCURRENCY = 4  # a server's batch; run.py's default (1) would serve one request at a time
+SERVER_SETTINGS = ("model", "method", "budget", "memory", "concurrency", "device", "dtype", "engine",
+                   "max_new_tokens", "rest_datastore")
+PER_REQUEST = ("temperature", "top_k", "top_p", "seed")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        print(f"error: {message} (goose-serve --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = OneLineParser(prog="goose-serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("settings", nargs="*", metavar="SETTING=VALUE", help="run.py's settings (see above)")
+    ap.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    ap.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port, printed)")
+    ap.add_argument("--queue-size", type=int, default=64,
+                    help="requests that may wait for a row beyond the batch's (default 64); one more gets a 429")
+    ap.add_argument("--api-key", default=os.environ.get("GOOSE_API_KEY"),
+                    help="Bearer key the /v1 endpoints ask for (default: $GOOSE_API_KEY, else none)")
+    ap.add_argument("--served-model-name", default=None, help="the model name clients ask for (default: model=)")
+    ap.add_argument("--search-path", action="append", default=[], metavar="DIR",
+                    help="a folder of method/NAME.yaml (and its drafter's .py), as run.py's hydra.searchpath")
+    ap.add_argument("--drain-timeout", type=float, default=300.0,
+                    help="seconds SIGTERM waits for requests in flight before cancelling them (default 300)")
+    ap.add_argument("--access-log", action="store_true", help="log every HTTP request (uvicorn's access log)")
+    return ap
+
+
+def check_settings(settings: list[str]) -> list[str]:
+    """The settings as Hydra overrides, or one GooseError naming the first that is no server setting."""
+    for s in settings:
+        key, eq, _ = s.partition("=")
+        top = key.lstrip("+~").split(".")[0]
+        if not eq or not key:
+            raise GooseError(f"'{s}' is not a setting: write KEY=VALUE, e.g. method=goose")
+        if top in PER_REQUEST:
+            raise GooseError(f"{key} is per request: send it in the request body ({', '.join(PER_REQUEST)}), the "
+                             "server samples each request exactly as the harness does")
+        if top == "hydra":
+            raise GooseError(f"{key}: give a config folder with --search-path DIR")
+        if top not in SERVER_SETTINGS:
+            why = unknown_override([s]) or f"'{key}' is a setting of runs (prompts, rows, timing), not of a server"
+            raise GooseError(f"{why}; goose-serve takes {', '.join(SERVER_SETTINGS)}")
+    if (why := unknown_choice(settings)) is not None:
+        raise GooseError(why)
+    if not any(s.partition("=")[0] == "concurrency" for s in settings):
+        settings = [f"concurrency={DEFAULT_CONCURRENCY}", *settings]
+    return drafter_overrides(settings)
+
+
+def load(settings: list[str], search_path: list[str], name: str | None) -> Served:
+    """The model and method the settings name, loaded as run.py loads them, behind a batch engine of `concurrency`
+    rows; budget=auto: the cost surface up to that many requests (measured once per machine, then cached) and the
+    drafter armed to let the batch pick every request's width, as goose.running.decoding.BatchedDecoding does."""
+    sys.path.extend(search_path)  # a method's drafter may sit beside its YAML
+    spec = checked_spec(compose_config(settings, search_path))
+    template = make_drafter(spec.method, spec.budget)
+    identity = identify_model(spec.model)
+    single, model, tok = load_engine(spec, identity)
+    engine = BatchEngine(single.model, spec.concurrency, profile=True)  # profile: draft / verify seconds, /metrics
+    surface = None
+    if spec.budget.auto:
+        surface = cost_surface(engine, identity, spec.torch_device, spec.torch_dtype, spec.concurrency)
+    prepare_drafter(template, spec.budget, tok, spec.model.name, (lambda: surface.curve(1)) if surface else None,
+                    defer=True)
+    return Served(name or spec.model.name, engine, tok, template, stop_ids(tok, model),
+                  spec_label(spec.method.name, template, spec.budget), surface, spec.max_new_tokens)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before the model loads: a port in use is said at once, in one line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise GooseError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def uvicorn_server(app, drain, drain_timeout: float, access_log: bool = False):
+    """uvicorn's server over `app`; at SIGTERM or Ctrl-C `drain()` first (new requests get a 503), then uvicorn
+    stops accepting, waits for the responses in flight, and runs the app's shutdown."""
+    class DrainingServer(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            drain()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_level="info", access_log=access_log, timeout_graceful_shutdown=drain_timeout,
+                            lifespan="on")
+    return DrainingServer(config)
+
+
+def refuse(e: GooseError) -> NoReturn:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The command line checked before anything loads: (its flags, run.py's overrides); refused in one line, exit 2."""
+    args = parser().parse_args(argv)
+    try:
+        if args.queue_size < 0 or not 0 <= args.port < 65536 or args.drain_timeout <= 0:
+            raise GooseError("--queue-size must be >= 0, --port in 0..65535 and --drain-timeout > 0")
+        return args, check_settings(args.settings)
+    except GooseError as e:
+        refuse(e)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, settings = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        sock = listen(args.host, args.port)
+        served = load(settings, args.search_path, args.served_model_name)
+    except GooseError as e:
+        refuse(e)
+    app = make_app(served, Options(args.queue_size, args.api_key or None, drain_timeout_s=args.drain_timeout))
+    server = uvicorn_server(app, app.state.goose.begin_drain, args.drain_timeout, args.access_log)
+    host, port = sock.getsockname()[:2]
+    where = f"[{host}]" if ":" in host else host
+    print(f"[goose] serving {served.name} with {served.method}, {served.engine.rows} rows, queue {args.queue_size}"
+          f"{', API key required' if args.api_key else ''}: http://{where}:{port}/v1", file=sys.stderr, flush=True)
+    # uvicorn re-raises the signal that stopped it once it has drained: handled here, the exit is a clean 0
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    server.run(sockets=[sock])
+    print("[goose] drained and stopped", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
