@@ -358,12 +358,14 @@ def test_a_lossy_comparison_never_holds(tmp_path):
     assert card(half).loc[(3, "goose vs iso3"), "verdict"] == HOLDS  # float16, a numerics row: counted
 
 
-@pytest.mark.parametrize("readme, says", [
-    ("# x\n<!-- summary -->\nold\n", "found 1 <!-- summary --> and 0 <!-- /summary -->"),
-    ("# x\n<!-- /summary -->\nold\n<!-- summary -->\n", "in the wrong order"),
-    (None, "no such file"),
+@pytest.mark.parametrize("readme, says, separate", [
+    ("# x\n<!-- summary -->\nold\n", "found 1 <!-- summary --> and 0 <!-- /summary -->", False),
+    ("# x\n<!-- /summary -->\nold\n<!-- summary -->\n", "in the wrong order", False),
+    (None, "no such file", True),  # once as a user runs it: its own process, one line on stderr
 ])
-def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_path, readme, says):
+def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_path, capsys, readme, says, separate):
+    from goose.analysis.reproduce import main
+
     root = tmp_path / "r"
     _rows(root, "goose", [30, 40, 20, 24])
     _rows(root, "iso3", [40, 48, 30, 36])
@@ -371,10 +373,16 @@ def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_
     if readme is not None:
         path.write_text(readme)
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "goose.analysis.reproduce", "claims", "--results", str(root),
-                          "--out", str(out), "--readme", str(path)], capture_output=True, text=True)
-    assert run.returncode == 2, run.stderr
-    assert run.stderr.strip().count("\n") == 0 and says in run.stderr and "Traceback" not in run.stderr
+    argv = ["claims", "--results", str(root), "--out", str(out), "--readme", str(path)]
+    if separate:
+        run = subprocess.run([sys.executable, "-m", "goose.analysis.reproduce", *argv], capture_output=True, text=True)
+        code, stderr = run.returncode, run.stderr
+    else:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        code, stderr = e.value.code, capsys.readouterr().err
+    assert code == 2, stderr
+    assert stderr.strip().count("\n") == 0 and says in stderr and "Traceback" not in stderr
     assert not out.exists() or not any(out.iterdir())
     assert readme is None or path.read_text() == readme
 
