@@ -27,7 +27,7 @@ from goose.core.fingerprints import digest
 from goose.core.identity import ModelIdentity
 from goose.drafting.budget import cost_curve
 from goose.drafting.contract import Drafter
-from goose.drafting.cost_surface import cost_surface
+from goose.drafting.cost_surface import CostSurface, cost_surface
 from goose.engine.backends import apply_backend
 from goose.engine.batched import BatchEngine
 from goose.engine.single import Engine
@@ -191,6 +191,19 @@ class SingleDecoding(Decoding):
         return self.record(t, ids, m, room, self.drafter), m.gen.tokens
 
 
+def batch_engine(spec: RunSpec, model, identity: ModelIdentity, drafter: Drafter, tok,
+                 profile: bool) -> tuple[BatchEngine, CostSurface | None]:
+    """A batch engine of `spec.concurrency` rows over `model`; budget=auto: the cost surface up to that many requests
+    (measured once per machine, then cached) and the drafter armed deferred, so the batch picks every request's
+    width. What a concurrency=N run and goose-serve both stand on."""
+    batch = BatchEngine(model, spec.concurrency, profile=profile)
+    surface = None
+    if spec.budget.auto:
+        surface = cost_surface(batch, identity, spec.torch_device, spec.torch_dtype, spec.concurrency)
+    prepare_drafter(drafter, spec.budget, tok, spec.model.name, lambda: surface.curve(1), defer=True)
+    return batch, surface
+
+
 class BatchedDecoding(Decoding):
     """Concurrency N: every turn index of the run's prompts one pass, N requests in flight, against batched AR."""
 
@@ -203,14 +216,8 @@ class BatchedDecoding(Decoding):
     def prepare(self) -> str:
         """The batch engine over the same model; budget=auto: the cost surface up to N requests, the batch picks
         every request's width from (the drafter is armed deferred)."""
-        spec = self.spec
-        self.batch = BatchEngine(self.engine.model, spec.concurrency, profile=spec.profile)
-        self.surface = None
-        if spec.budget.auto:
-            self.surface = cost_surface(self.batch, self.ident.model, spec.torch_device, spec.torch_dtype,
-                                        spec.concurrency)
-        prepare_drafter(self.drafter, spec.budget, self.tok, spec.model.name, lambda: self.surface.curve(1),
-                        defer=True)
+        self.batch, self.surface = batch_engine(self.spec, self.engine.model, self.ident.model, self.drafter, self.tok,
+                                                self.spec.profile)
         return digest(self.surface.to_json(), 12) if self.surface is not None else ""
 
     def reference(self, ids: list[int], room: int) -> tuple[str, dict]:

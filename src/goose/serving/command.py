@@ -21,13 +21,11 @@ from typing import NoReturn
 import uvicorn
 
 from goose.cli import drafter_overrides
-from goose.drafting.cost_surface import cost_surface
-from goose.engine.batched import BatchEngine
 from goose.errors import GooseError
 from goose.models.loading import identify_model, stop_ids
 from goose.preflight import unknown_choice
-from goose.running.decoding import load_engine
-from goose.running.registry import compose_config, make_drafter, prepare_drafter, spec_label
+from goose.running.decoding import batch_engine, load_engine
+from goose.running.registry import compose_config, make_drafter, spec_label
 from goose.running.runner import checked_spec
 from goose.running.spec import unknown_override
 from goose.serving.app import Options, Served, make_app
@@ -93,12 +91,8 @@ def load(settings: list[str], search_path: list[str], name: str | None) -> Serve
     template = make_drafter(spec.method, spec.budget)
     identity = identify_model(spec.model)
     single, model, tok = load_engine(spec, identity)
-    engine = BatchEngine(single.model, spec.concurrency, profile=True)  # profile: draft / verify seconds, /metrics
-    surface = None
-    if spec.budget.auto:
-        surface = cost_surface(engine, identity, spec.torch_device, spec.torch_dtype, spec.concurrency)
-    prepare_drafter(template, spec.budget, tok, spec.model.name, (lambda: surface.curve(1)) if surface else None,
-                    defer=True)
+    # profile: draft / verify seconds for /metrics
+    engine, surface = batch_engine(spec, single.model, identity, template, tok, profile=True)
     return Served(name or spec.model.name, engine, tok, template, stop_ids(tok, model),
                   spec_label(spec.method.name, template, spec.budget), surface, spec.max_new_tokens)
 
