@@ -229,6 +229,9 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     label (selection.labels); each side is its method's default configuration (selection.pick).
     `attrs["read"]` / `attrs["not read"]` list the configurations read and those no comparison read."""
     rows = paper_benchmarks(df)
+    # why: pandas keeps each text column in its own block, so every row selection below copied ~90 columns one by
+    # one (most of the card's time); as plain objects they are one block, with the same values and missing cells
+    rows = rows.astype({c: object for c in rows.select_dtypes("str").columns}).copy()  # copy: into few blocks
     raw = rows[~rows.chat_template.astype(bool)]
     cards, configs, cells = [], [], []
     for reading in READINGS:

@@ -1,3 +1,4 @@
+import functools
 import os
 
 import pytest
@@ -20,6 +21,12 @@ def tiny_folder(tmp_path_factory):
     from tiny import save_tiny
 
     return save_tiny(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def unit_keeps(values, keep):
+    """The parameters of a test over every method (or artifact, or folder): the cases in `keep` stay in the unit
+    tier, the others are integration (docs/testing.md)."""
+    return [pytest.param(v, marks=() if v in keep else pytest.mark.integration) for v in values]
 
 
 def hf_greedy(model, prompt, n, eos=None):
@@ -46,10 +53,19 @@ ALL_DATA = needs_data("spec_bench/question.jsonl", "gsm8k/test.jsonl", "mbpp/mbp
 
 def drafter_for(spec: str, model: str = "smollm2-135m", extra=()):
     """A fresh drafter for `name[@budget][:memory]`, and its budget, resolved as run.py resolves them."""
-    from goose.running.registry import load_method, make_drafter
+    from goose.running.registry import make_drafter
 
-    method, budget = load_method(spec, model, extra=extra)
+    method, budget = _method(spec, model, tuple(extra))
     return make_drafter(method, budget), budget
+
+
+@functools.cache
+def _method(spec: str, model: str, extra: tuple) -> tuple:
+    """load_method's (frozen) answer, once per session: Hydra's composition is most of a drafter test's time, and
+    the config files do not change while the tests run."""
+    from goose.running.registry import load_method
+
+    return load_method(spec, model, extra=extra)
 
 
 def spec_of(*overrides):

@@ -51,6 +51,9 @@ def check_make(words: list[str]) -> None:
     assert not unknown, f"no make target {unknown}"
 
 
+CHECKED: set[tuple[str, ...]] = set()  # run settings already composed without a refusal
+
+
 def check_run(words: list[str]) -> None:
     from goose.cli import refused
     from goose.errors import GooseError
@@ -67,8 +70,11 @@ def check_run(words: list[str]) -> None:
     for combo in itertools.product(*[[f"{k}={v}" for v in vs] for k, vs in sweeps]):
         overrides = [a for a in [*fixed, *combo] if not a.startswith("hydra/launcher") and not
                      a.startswith("hydra.launcher")]
+        if tuple(overrides) in CHECKED:
+            continue  # the same run in another doc: composed once (the config files do not change meanwhile)
         try:
             RunSpec.from_config(compose_config(overrides))
+            CHECKED.add(tuple(overrides))
         except DeviceError:
             pass  # a GPU command on this machine: its settings were checked before the device
         except GooseError as e:

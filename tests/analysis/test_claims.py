@@ -361,8 +361,8 @@ def test_a_lossy_comparison_never_holds(tmp_path):
 @pytest.mark.parametrize("readme, says, separate", [
     ("# x\n<!-- summary -->\nold\n", "found 1 <!-- summary --> and 0 <!-- /summary -->", False),
     ("# x\n<!-- /summary -->\nold\n<!-- summary -->\n", "in the wrong order", False),
-    (None, "no such file", True),  # once as a user runs it: its own process, one line on stderr
-])
+    pytest.param(None, "no such file", True, marks=pytest.mark.integration),  # once as a user runs it: its own
+])                                                                            # process, one line on stderr
 def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_path, capsys, readme, says, separate):
     from goose.analysis.reproduce import main
 

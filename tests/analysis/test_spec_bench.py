@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from conftest import SPEC_BENCH, hash_of, spec_of
-from runs import ROOT, rows, run_folder, run_py
+from runs import ROOT, rows, run_folder, run_here, run_py
 
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
@@ -96,7 +96,7 @@ def test_each_trial_times_ar_under_its_own_reference_key():
 @pytest.mark.integration
 def test_bad_trial_or_turns_is_refused_before_anything(bad, says, tiny_folder, tmp_path):
     extra = ["benchmark=mt_bench"] if "turns" in bad else []
-    r = run_py("model=hf", f"model.path={tiny_folder}", *extra, bad, f"results_dir={tmp_path}")
+    r = run_here("model=hf", f"model.path={tiny_folder}", *extra, bad, f"results_dir={tmp_path}")
     assert r.returncode == 2 and says in r.stderr
     assert not any(tmp_path.iterdir())
 

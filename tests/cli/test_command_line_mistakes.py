@@ -5,7 +5,7 @@ before its first job ("No job was started")."""
 import json
 
 import pytest
-from runs import run_py
+from runs import run_here, run_py
 
 
 def jsonl_file(path, records):
@@ -47,9 +47,9 @@ def test_a_sweep_over_chat_template_is_refused_before_its_first_job(tiny_folder,
 
 @pytest.mark.integration
 def test_chat_template_true_without_a_template_is_one_line_and_decodes_nothing(tiny_folder, prompts, tmp_path):
-    r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
-               "method=goose", "n_prompts=1", "max_new_tokens=4", "chat_template=true",
-               f"results_dir={tmp_path / 'res'}")
+    r = run_here("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
+                 "method=goose", "n_prompts=1", "max_new_tokens=4", "chat_template=true",
+                 f"results_dir={tmp_path / 'res'}")
     one_line(r, "chat_template=true: the tokenizer of model")
     assert not list((tmp_path / "res").rglob("results.csv"))
 
@@ -98,10 +98,10 @@ def test_method_drafter_key_value_works_without_a_plus_and_a_typo_gets_the_close
 
 @pytest.mark.integration
 def test_method_drafter_key_value_on_the_command_line(tmp_path):
-    r = run_py("method=goose", "method.drafter.rho=0.5", "--cfg", "job")
+    r = run_here("method=goose", "method.drafter.rho=0.5", "--cfg", "job")
     assert r.returncode == 0 and "rho: 0.5" in r.stdout, r.stderr
-    r = run_py("method=goose", "method.drafter.rhoo=1", "model=hf", f"model.path={tmp_path}",
-               f"results_dir={tmp_path / 'res'}")
+    r = run_here("method=goose", "method.drafter.rhoo=1", "model=hf", f"model.path={tmp_path}",
+                 f"results_dir={tmp_path / 'res'}")
     one_line(r, "(did you mean rho?)")
 
 
@@ -132,7 +132,7 @@ def test_a_launcher_with_a_dot_and_a_launcher_option_of_the_wrong_type():
     (["-m", "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=two"], "gpus_per_node takes a value of type"),
 ])
 def test_hydras_own_errors_are_one_line(args, says, tmp_path):
-    r = run_py(*args, f"results_dir={tmp_path / 'res'}")
+    r = run_here(*args, f"results_dir={tmp_path / 'res'}")
     one_line(r, says)
 
 

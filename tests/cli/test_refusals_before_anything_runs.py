@@ -6,7 +6,7 @@ import json
 import shutil
 
 import pytest
-from runs import run_py
+from runs import run_here, run_py
 
 from goose.errors import GooseError
 
@@ -64,7 +64,7 @@ def test_a_launcher_option_needs_that_launcher(sbatch_on_path):
 def test_launcher_mistakes_are_one_line_on_the_command_line(args, says, tmp_path):
     # submitit_local needs no sbatch: without -m it would decode here (a model path that does not exist makes a
     # run that gets through fail at once instead)
-    r = run_py(*args, "model=hf", f"model.path={tmp_path / 'none'}", f"results_dir={tmp_path / 'res'}")
+    r = run_here(*args, "model=hf", f"model.path={tmp_path / 'none'}", f"results_dir={tmp_path / 'res'}")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], r.stderr
 

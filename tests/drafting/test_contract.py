@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import drafter_for, hf_greedy
+from conftest import drafter_for, hf_greedy, unit_keeps
 
 from goose.drafting.budget import AUTO_BUILD_NODES, AutoBudget, CostCurve
 from goose.engine.draft import Verification, greedy_walk
@@ -97,7 +97,7 @@ def test_declared_memory_matches_behaviour(name, tiny, prompts, store):
         assert (after.steps, after.widths, after.stats) == (alone.steps, alone.widths, alone.stats)
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", unit_keeps(method_names(), {"goose"}))
 def test_capabilities_say_what_the_engine_must_return(name, tiny, prompts, store):
     """The engine hands top-k only to drafters that ask, and every drafter's counters add up."""
     d, _ = drafter(name, store)
@@ -280,7 +280,7 @@ def forgetful(cls: type) -> type:
     return type(f"Forgetful{cls.__name__}", (cls,), {"share_with": lambda self, other: None})
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", unit_keeps(method_names(), {"goose"}))
 def test_spawned_drafters_share_what_memory_run_keeps(name, store):
     """Every method at memory=run (a method without the setting keeps nothing: it runs as is): one that declares
     memory shares it with the requests beside it, and the same check fails the method with share_with forgotten;
@@ -309,7 +309,7 @@ def test_the_check_catches_a_drafter_that_shares_only_part_of_its_memory(store):
         check_shared(half(d.config))
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", unit_keeps(method_names(), {"goose"}))
 def test_spawned_drafters_share_nothing_learned_under_memory_prompt(name, store):
     d, _ = drafter(f"{name}:prompt", store)
     assert not d.capabilities.memory

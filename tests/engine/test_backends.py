@@ -100,7 +100,7 @@ def test_backend_choices_and_refusals(tiny):
 
 @pytest.mark.integration
 def test_the_backend_is_in_the_config_hash_and_the_run_folder_keeps_them_apart(tiny_folder, tmp_path):
-    from runs import rows, run_py
+    from runs import rows, run_here, run_py
 
     base = ["model=hf", f"model.path={tiny_folder}", "method=pld", "n_prompts=2", "max_new_tokens=8",
             f"results_dir={tmp_path}"]
@@ -112,7 +112,7 @@ def test_the_backend_is_in_the_config_hash_and_the_run_folder_keeps_them_apart(t
     got = {rows(f / "results.csv")[0]["backend"] for f in folders}
     assert got == {"eager", "prepacked"}
     assert all(r["lossless"] == "True" for f in folders for r in rows(f / "results.csv"))
-    bad = run_py(*base, "engine.backend=turbo")
+    bad = run_here(*base, "engine.backend=turbo")
     assert bad.returncode == 2 and "unknown engine.backend 'turbo'" in bad.stderr
 
 

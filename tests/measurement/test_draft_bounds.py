@@ -13,6 +13,7 @@ from goose.drafting.budget import AutoBudget, CostCurve
 from goose.drafting.contract import Drafter
 from goose.drafting.tree import TreeNodes
 from goose.engine.single import Engine
+from goose.measurement import draft_bounds
 from goose.methods.goose import SPINE, GooseDrafter
 from goose.running.loop import generate
 from goose.storage.metrics import copy_split
@@ -129,12 +130,12 @@ def test_hypothetical_cost_curve_is_read_in_ms_and_bad_points_refused(bounds):
 
 
 @pytest.mark.integration
-def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path):
+def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path, capsys, monkeypatch):
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
-    base = [sys.executable, "-m", "goose.measurement.draft_bounds", "--model", "hf", "--model-path",
-            str(tiny_folder), "--benchmarks", "humaneval", "--n-prompts", "2", "--max-new-tokens", "16"]
-    ok = subprocess.run([*base, "--methods", "pld@auto", "goose@auto", "--real"], cwd=tmp_path, env=env,
-                        capture_output=True, text=True, timeout=600)
+    args = ["--model", "hf", "--model-path", str(tiny_folder), "--benchmarks", "humaneval", "--n-prompts", "2",
+            "--max-new-tokens", "16"]
+    ok = subprocess.run([sys.executable, "-m", "goose.measurement.draft_bounds", *args, "--methods", "pld@auto",
+                         "goose@auto", "--real"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0, ok.stderr[-2000:]
     rows = [line for line in ok.stdout.splitlines() if line.startswith("| ") and "method" not in line]
     assert [r.split("|")[1].strip() for r in rows] == ["hf-prompt-lookup", "pld@auto", "goose@auto:prompt"]
@@ -144,12 +145,11 @@ def test_script_runs_and_refuses_methods_it_cannot_replay(tiny_folder, tmp_path)
     assert float(goose[4]) > 0 and rows["hf-prompt-lookup"].split("|")[4].strip() == "-"  # foresight: auto only
     pld = rows["pld@auto"].split("|")
     assert pld[9:11] == pld[2:4] and float(goose[9]) > 1  # PLD harvests nothing: its real run is its replay
-    flat = subprocess.run([*base, "--methods", "goose@auto", "--cost-ms", "1:10", "64:10"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert flat.returncode == 0 and "hypothetical, from --cost-ms): T=1 10.0, T=2 10.0" in flat.stdout, flat.stderr
-    bad = subprocess.run([*base, "--methods", "lookahead"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert bad.returncode == 2 and "support budget=auto" in bad.stderr
-    unknown = subprocess.run([*base, "--methods", "nope"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=600)
-    assert unknown.returncode == 2 and "unknown nope" in unknown.stderr
+    # the rest in this process (the subprocess above shows the script runs as a command)
+    monkeypatch.chdir(tmp_path)
+    draft_bounds.main([*args, "--methods", "goose@auto", "--cost-ms", "1:10", "64:10"])
+    assert "hypothetical, from --cost-ms): T=1 10.0, T=2 10.0" in capsys.readouterr().out
+    for methods, says in ((["lookahead"], "support budget=auto"), (["nope"], "unknown nope")):
+        with pytest.raises(SystemExit) as stop:
+            draft_bounds.main([*args, "--methods", *methods])
+        assert stop.value.code == 2 and says in capsys.readouterr().err

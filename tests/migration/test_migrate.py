@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import hash_of, spec_of
+from conftest import hash_of, spec_of, unit_keeps
 
 MFP, PFP = "mfp", "pfp"  # made-up fingerprints: the migrator reads them from config.yaml, never from a model
 
@@ -168,7 +168,7 @@ def test_a_schema_4_folder_is_re_keyed_and_a_second_run_changes_nothing(tmp_path
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("method", ["goose", "goose-no-bigram", "spine-only"])
+@pytest.mark.parametrize("method", unit_keeps(["goose", "goose-no-bigram", "spine-only"], {"goose"}))
 def test_a_folder_of_a_moved_drafter_class_is_re_keyed_through_its_registered_name(tmp_path, capsys, method):
     """The recorded import path no longer imports (the class moved): the class is the one the method config of
     the same name names now, and the key is verified with the recorded path. An ablation names its drafter only

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from runs import ROOT, rows, run_folder, run_py
+from runs import ROOT, rows, run_folder, run_here
 
 
 @pytest.mark.integration
@@ -56,7 +56,7 @@ def test_single_prompt_mode_prints_text(tiny_folder, tmp_path, run_goose):
 ])
 @pytest.mark.integration
 def test_unknown_config_names_are_clear_errors(args, message, tmp_path):
-    r = run_py(*args, f"results_dir={tmp_path}")
+    r = run_here(*args, f"results_dir={tmp_path}")
     assert r.returncode == 2
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 

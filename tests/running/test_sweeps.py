@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ALL_DATA
+from conftest import ALL_DATA, unit_keeps
 from runs import ROOT, rows, run_folder, run_py
 
 from goose.benchmarks.prompts import load_prompts
@@ -188,7 +188,7 @@ def reproduce_targets() -> list[str]:
                    *re.findall(r"^reproduce-([\w-]+):", makefile, re.M)} - {"%", "all", "claims"})
 
 
-@pytest.mark.parametrize("target", reproduce_targets())
+@pytest.mark.parametrize("target", unit_keeps(reproduce_targets(), {"table2"}))
 def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anything(target, tmp_path):
     """With a stand-in for python that records its calls (nothing is decoded), the first thing each target runs after
     its profile checks is the plan; the plan, run for real with the same arguments, is two lines: the sweeps with

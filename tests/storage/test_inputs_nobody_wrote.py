@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from runs import ROOT, run_folder, run_py
+from runs import ROOT, run_folder, run_here, run_py
 from test_references_and_resume import all_rows, jsonl, tiny_args
 
 from goose.errors import GooseError
@@ -163,7 +163,7 @@ def test_a_greedy_run_with_another_seed_is_the_same_configuration(tiny_folder, t
 ])
 @pytest.mark.integration
 def test_unknown_settings_are_refused_never_ignored(args, says, tmp_path):
-    r = run_py(*args, f"results_dir={tmp_path}", "n_prompts=1")
+    r = run_here(*args, f"results_dir={tmp_path}", "n_prompts=1")
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr[-1500:]
     assert not any(tmp_path.iterdir())
 
