@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,9 +32,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from goose.analysis.serving import Slo, figure, printable, read_rows, stops_paying, summarize
 from goose.analysis.writers import save_figure
 from goose.benchmarks.prompts import load_prompts
+from goose.engine.backends import device_name
 from goose.errors import GooseError
 from goose.experiments.sweep_plan import duration
 from goose.measurement import serving_load
@@ -200,12 +205,33 @@ def run(profile: str, results: Path, out: Path) -> None:
             f.write(text if f.tell() == 0 else text.split("\n", 1)[1])
         print(f"   lossless: {checks[label]}", flush=True)
     (results / "lossless.json").write_text(json.dumps(checks, indent=1))
-    write_page(p, profile, results, out, checks)
+    (results / "measured_on.json").write_text(json.dumps(measured_on(offline), indent=1))
+    write_page(p, profile, results, out)
 
 
-def write_page(p: Profile, profile: str, results: Path, out: Path, checks: dict) -> None:
+def measured_on(offline: Offline) -> dict:
+    """What the page says the rows were measured on: the model's content, the device, torch, the code's commit."""
+    ident = identify_model(offline.spec.model)
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {"date": datetime.date.today().isoformat(), "model": f"{ident.label} (fingerprint {ident.fingerprint[:12]})",
+            "device": device_name(offline.engine.device), "cores": os.cpu_count(), "machine": platform.machine(),
+            "torch": torch.__version__, "commit": commit or "not a git checkout"}
+
+
+def write_page(p: Profile, profile: str, results: Path, out: Path) -> None:
+    """serving.md, the figure and the rows they are made of (serving.csv, named on the page by its sha256) from
+    what `run` left in `results`."""
+    checks = json.loads((results / "lossless.json").read_text())
+    on = json.loads((results / "measured_on.json").read_text())
     slo = Slo(p.slo_ttft_ms / 1000, p.slo_tpot_ms / 1000)
-    summary = summarize(read_rows(results / "rows.csv"), slo)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(results / "rows.csv", out / "serving.csv")
+    digest = hashlib.sha256((out / "serving.csv").read_bytes()).hexdigest()[:12]
+    summary = summarize(read_rows(out / "serving.csv"), slo)
     summary.to_csv(results / "summary.csv", index=False)
     save_figure(figure(summary, slo), out, "serving")
     table = printable(summary, slo).drop(columns=["profile"])
@@ -214,11 +240,12 @@ def write_page(p: Profile, profile: str, results: Path, out: Path, checks: dict)
                       f"{c['under_load_same']}/{c['under_load']} of GuideLLM's answers equal the checked text"
                       for m, c in checks.items()]
     page = [f"# Serving under load: {p.model}, AR against PLD and GOOSE (budget=auto)", "",
-            f"`make reproduce-serving PROFILE={profile}`, {datetime.date.today().isoformat()}, on {platform.machine()} "
-            f"({os.cpu_count()} cores, {p.device}); goose-serve concurrency={p.concurrency}; GuideLLM's Poisson "
-            f"arrivals, {p.max_requests} requests or {p.max_seconds:g} s per rate, {p.max_tokens}-token answers "
-            f"(ignore_eos, temperature 0) to {p.prompts}'s first {p.n_prompts} prompts. Rows: "
-            f"`{results / 'rows.csv'}`; definitions: docs/serving.md (\"GuideLLM's numbers and ours\").", "",
+            f"Measured: {on['date']}, `make reproduce-serving PROFILE={profile}`, code {on['commit']}. On: "
+            f"{on['model']}, {on['device']} ({on['cores']} cores, {on['machine']}), torch {on['torch']}; goose-serve "
+            f"concurrency={p.concurrency}; GuideLLM's Poisson arrivals, {p.max_requests} requests or "
+            f"{p.max_seconds:g} s per rate, {p.max_tokens}-token answers (ignore_eos, temperature 0) to "
+            f"{p.prompts}'s first {p.n_prompts} prompts. Rows: `serving.csv` beside this page (sha256 {digest}, a copy "
+            f"of `{results / 'rows.csv'}`); definitions: docs/serving.md (\"GuideLLM's numbers and ours\").", "",
             table[keep].to_markdown(index=False), "", "## Where each method stops paying", "",
             *[f"- {line}" for line in stops_paying(summary, REFERENCE)], "", "## Lossless", "", *lossless_lines, "",
             "![latency against throughput](serving.png)", ""]
@@ -233,6 +260,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--results", default=None, help="rows, reports, logs (default results/PROFILE/serving)")
     ap.add_argument("--out", default=None, help="serving.md and the figure (default docs/results for local)")
     ap.add_argument("--plan", action="store_true", help="print the plan and its estimate; run nothing")
+    ap.add_argument("--page", action="store_true",
+                    help="only write the page, figure and serving.csv again from the rows already in --results")
     return ap.parse_args(argv)
 
 
@@ -244,6 +273,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.plan:
         return
     try:
+        if args.page:
+            if not (results / "measured_on.json").exists():
+                raise GooseError(f"{results} holds no finished run (measured_on.json): run without --page first")
+            write_page(PROFILES[args.profile], args.profile, results, out)
+            return
         run(args.profile, results, out)
     except GooseError as e:
         raise SystemExit(f"error: {e}") from None
