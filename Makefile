@@ -33,7 +33,7 @@ help:
 	"  guidellm               pip: GuideLLM, the load generator of reproduce-serving (the extra goose[serving-load]); a minute" \
 	"  lint                   ruff over the repository; seconds" \
 	"  test                   install (and guidellm), lint, then the unit, integration and slow tiers; no system package," \
-	"                         nothing kept outside temporary folders; about 20 min (each tier: docs/testing.md); skips the" \
+	"                         nothing kept outside temporary folders; about 16 min (each tier: docs/testing.md); skips the" \
 	"                         slurm tier" \
 	"  test-unit              the unit tier; under 2 min" \
 	"  test-integration       the integration tier (the tiny model end to end); about 10 min" \
