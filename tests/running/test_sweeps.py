@@ -188,11 +188,9 @@ def reproduce_targets() -> list[str]:
                    *re.findall(r"^reproduce-([\w-]+):", makefile, re.M)} - {"%", "all", "claims", "serving"})
 
 
-@pytest.mark.parametrize("target", unit_keeps(reproduce_targets(), {"table2"}))
-def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anything(target, tmp_path):
-    """With a stand-in for python that records its calls (nothing is decoded), the first thing each target runs after
-    its profile checks is the plan; the plan, run for real with the same arguments, is two lines: the sweeps with
-    their runs, prompts and tokens, where rows and artifacts go; about how long."""
+def make_calls(target: str, tmp_path) -> list[list[str]]:
+    """What `make -s TARGET PROFILE=local` runs with a stand-in for python that records its calls (nothing is
+    decoded): each call's arguments, the profile and GPU checks (python -c) left out."""
     import shutil
 
     if not shutil.which("make"):
@@ -201,11 +199,19 @@ def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anythi
     fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\t' \"$a\"; done >> {log}; echo >> {log}\n")
     fake.chmod(0o755)
-    r = subprocess.run(["make", "-s", f"reproduce-{target}", "PROFILE=local", f"PYTHON={fake}"], cwd=ROOT,
+    r = subprocess.run(["make", "-s", target, "PROFILE=local", f"PYTHON={fake}"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60, env=make_env())
     assert r.returncode == 0, r.stderr
     argvs = [c.rstrip("\t").split("\t") for c in log.read_text().splitlines()]
-    argvs = [a for a in argvs if a[0] != "-c"]  # the profile and GPU checks
+    return [a for a in argvs if a[0] != "-c"]
+
+
+@pytest.mark.parametrize("target", unit_keeps(reproduce_targets(), {"table2"}))
+def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anything(target, tmp_path):
+    """The first thing each target runs after its profile checks (make_calls) is the plan; the plan, run for real
+    with the same arguments, is two lines: the sweeps with their runs, prompts and tokens, where rows and artifacts
+    go; about how long."""
+    argvs = make_calls(f"reproduce-{target}", tmp_path)
     calls = [" ".join(a) for a in argvs]
     assert calls[0].startswith("-m goose.experiments.sweep_plan --profile local --results results/local "), calls
     assert any(c.startswith(("run.py", "-m goose.baselines.rest")) for c in calls[1:]), calls
@@ -223,19 +229,7 @@ def test_every_reproduce_target_says_its_plan_and_estimate_before_it_runs_anythi
 def test_reproduce_serving_says_its_plan_and_estimate_before_it_runs_anything(tmp_path, capsys):
     """reproduce-serving is no Hydra sweep (servers under GuideLLM's load): its first call is its own plan's
     module, which prints the plan (servers, rates, where rows and the page go) and an estimate before anything runs."""
-    import shutil
-
-    if not shutil.which("make"):
-        pytest.skip("needs make")
-    log = tmp_path / "calls"
-    fake = tmp_path / "python"
-    fake.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\t' \"$a\"; done >> {log}; echo >> {log}\n")
-    fake.chmod(0o755)
-    r = subprocess.run(["make", "-s", "reproduce-serving", "PROFILE=local", f"PYTHON={fake}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60, env=make_env())
-    assert r.returncode == 0, r.stderr
-    calls = [c.rstrip("\t").replace("\t", " ") for c in log.read_text().splitlines()]
-    calls = [c for c in calls if not c.startswith("-c")]
+    calls = [" ".join(a) for a in make_calls("reproduce-serving", tmp_path)]
     assert calls[0].startswith("-m goose.experiments.serving --profile local --results results/local/serving"), calls
     from goose.experiments import serving
 
