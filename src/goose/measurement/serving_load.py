@@ -122,6 +122,9 @@ def load(args: argparse.Namespace) -> Path:
             data = {"kind": "synthetic_text", "prompt_tokens": args.synthetic, "output_tokens": args.max_tokens}
         rates = 1 if args.profile == "synchronous" else (args.sweep_size if args.profile == "sweep" else len(args.rate))
         spec = scenario(args, data, tokenizer_source(args.tokenizer), out / "guidellm.json")
+        print(f"[goose] GuideLLM: {args.profile}, {rates} rate(s) against {args.target}, each at most "
+              f"{args.max_requests} requests or {args.max_seconds:g} s (so at most {rates * args.max_seconds:g} s); "
+              f"its progress: {out / 'guidellm.log'}", flush=True)
         report = run_guidellm(spec, out, args.workers, rates * args.max_seconds + SLACK_S)
     rows = read_report(report, args.label)
     return write_rows(rows, out / "rows.csv", append=args.append)
