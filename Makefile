@@ -36,9 +36,9 @@ help:
 	"                         nothing kept outside temporary folders; about 16 min (each tier: docs/testing.md); skips the" \
 	"                         slurm tier" \
 	"  test-unit              the unit tier; under 2 min" \
-	"  test-integration       the integration tier (the tiny model end to end); about 10 min" \
-	"  test-slow              the slow tier (SmolLM2 end to end); about 9 min" \
-	"  test-fast              unit and integration tiers together; about 11 min" \
+	"  test-integration       the integration tier (the tiny model end to end); about 8 min" \
+	"  test-slow              the slow tier (SmolLM2 end to end); about 6 min" \
+	"  test-fast              unit and integration tiers together; about 10 min" \
 	"  test-slurm             installs SLURM (slurm-packages: apt-get, root), then the slurm tier (a one-node cluster the" \
 	"                         test starts); about 6 min after the install" \
 	"  slurm-packages         apt-get install slurm-wlm slurmdbd munge mariadb-server (system packages; needs root); minutes" \
@@ -51,7 +51,7 @@ help:
 	"                         (docs/adding.md's 2-prompt bench of one method: over 5 min)" \
 	"  gpu-check              a CUDA GPU only: every method against AR in fp16/bf16 and a verdict; ./gpu-check.json; minutes" \
 	"  clean                  deletes results/ (the committed claims rows too: git restores them), outputs/, multirun/," \
-	"                         .pytest_cache/" \
+	"                         .pytest_cache/; seconds" \
 	"" \
 	"Each reproduce target prints its plan and estimate first; rows into RESULTS (default results/PROFILE, finished" \
 	"rows are skipped, so a rerun resumes), tables and figures into RESULTS/artifacts. Times at PROFILE=local:" \

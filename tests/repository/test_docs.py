@@ -3,6 +3,7 @@ docs show is checked (tests/docs_commands.py): settings and values of run.py com
 targets."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,18 @@ def test_a_notebook_command_in_the_docs_runs(where, command, tmp_path):
     r = subprocess.run([jupyter, *words[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "art" / "figure1.png").exists() and (tmp_path / "art" / "all_methods.csv").exists()
+
+
+def test_make_help_says_the_tier_times_docs_testing_states():
+    """The tiers' times in `make help` are docs/testing.md's (its "about N minutes"), and test-fast's is unit and
+    integration together, so a measurement recorded in one place cannot leave the other behind."""
+    table = (ROOT / "docs" / "testing.md").read_text()
+    out = subprocess.run(["make", "--no-print-directory", "help", "PYTHON=python3"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    said = {t: re.search(rf"^  test-{t}\s+.*?(?:about|under) (\d+) min", out, re.M) for t in
+            ("unit", "integration", "slow", "fast")}
+    for tier in ("integration", "slow"):
+        documented = re.search(rf"^\| {tier} \|.*\| about (\d+) minutes \(", table, re.M)
+        assert documented and said[tier] and said[tier].group(1) == documented.group(1), tier
+    seconds = [float(s) for s in re.findall(r"^\| (?:unit|integration) \|.*?: (\d+) s, \d+ tests\) \|$", table, re.M)]
+    assert len(seconds) == 2 and said["fast"] and int(said["fast"].group(1)) == round(sum(seconds) / 60)
