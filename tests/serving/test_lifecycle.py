@@ -162,3 +162,26 @@ def test_the_metrics_parse_and_add_up(tiny):
     assert min(m["goose_draft_seconds_total"], m["goose_verify_seconds_total"], m["goose_prefill_seconds_total"]) > 0
     assert (m["goose_batch_size"], m["goose_queue_depth"], m["goose_batch_rows"]) == (0, 0, 2)
     assert m["goose_server_info{method=goose,model=tiny,queue_size=64,rows=2}"] == 1
+
+
+def test_a_newcomers_first_token_goes_out_before_the_steps_verification(tiny):
+    """Held verifications: a streamed request's first chunk (its prefill's token) still arrives, since the engine
+    thread sends what admission gave before it verifies; released, the answer is offline decoding's."""
+    prompts = many_prompts()
+    gate = threading.Event()
+    with Live(tiny_served(tiny, "goose", rows=2)) as live:
+        batch = live.server.scheduler.batch
+        verify = batch.verify
+        batch.verify = lambda: gate.wait(60) and verify()
+        try:
+            c, events = open_stream(live, {"prompt": prompts[0], "max_tokens": 16, "return_token_ids": True})
+            c.sock.settimeout(20)  # before the split, this first chunk waited for the held verification
+            first = next(events)
+            assert first["choices"][0]["token_ids"] and not gate.is_set()
+        finally:
+            gate.set()
+        rest = list(events)
+        assert rest[-1] == "[DONE]"
+        ids = [t for e in [first, *rest[:-1]] for ch in e["choices"] for t in ch.get("token_ids", [])]
+        assert ids == generate(Engine(tiny), prompts[0], template_for("goose"), 16, frozenset({257})).tokens
+        assert live.idle()

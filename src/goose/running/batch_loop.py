@@ -127,9 +127,13 @@ class Batch:
         return False
 
     def step(self) -> list[tuple[int, Served, bool]]:
-        """Admit queued requests while a row is free, then one verification over every request in flight. Returns
-        (index, its generation so far, whether it is done) for every request admitted or verified in this step; a
-        done one has left the batch."""
+        """`admit`, then `verify`: (index, its generation so far, whether it is done) for every request admitted or
+        verified in this step; a done one has left the batch."""
+        return self.admit() + self.verify()
+
+    def admit(self) -> list[tuple[int, Served, bool]]:
+        """Admit queued requests while a row is free: each one's prefill gives its first token, returned here so a
+        server can send it before the step's verification (which a wide tree makes the dearer half)."""
         events = []
         while self.queue and self.engine.active < self.engine.rows:  # fill every free row
             i, req = self.queue.popleft()
@@ -140,9 +144,11 @@ class Batch:
             else:
                 self.flights.append(f)
                 events.append((i, f.gen, False))
-        if self.flights:
-            events += self._verify()
         return events
+
+    def verify(self) -> list[tuple[int, Served, bool]]:
+        """One verification over every request in flight (none: nothing happens)."""
+        return self._verify() if self.flights else []
 
     def _admit(self, i: int, req: Request) -> Flight:
         engine, cost = self.engine, self.cost

@@ -203,17 +203,19 @@ class Scheduler:
             self.metrics.requests.labels(outcome).inc()
 
     def _step(self) -> None:
-        try:
-            events = self.batch.step()
-        except Exception as e:  # the engine raised (non-finite logits, a bug): fail what it held, keep serving
-            self._fail(e)
-            return
+        # The newcomers' first tokens go out before the step's verification (a wide tree's forward), not with it.
+        for phase in (self.batch.admit, self.batch.verify):
+            try:
+                events = phase()
+            except Exception as e:  # the engine raised (non-finite logits, a bug): fail what it held, keep serving
+                self._fail(e)
+                return
+            for index, gen, done in events:
+                job = self.jobs.get(index)
+                if job is not None:
+                    self._progress(job, gen, done)
         if self.metrics:
             self.metrics.steps.inc()
-        for index, gen, done in events:
-            job = self.jobs.get(index)
-            if job is not None:
-                self._progress(job, gen, done)
 
     def _progress(self, job: Job, gen: Served, done: bool) -> None:
         new, origins = gen.tokens[job.seen :], gen.origins[job.seen :]
