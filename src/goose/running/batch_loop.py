@@ -89,8 +89,8 @@ class Pause:
 class Batch:
     """Requests decoded together, as a small explicit lifecycle: `add` queues a request, `step` admits what fits
     (`admit`: a newcomer is prefilled into a free row) and runs one verification over every request in flight
-    (`verify`), `cancel` drops one wherever it is. `decode_batch` steps it until every request is done; a server steps it as requests
-    arrive. Times are seconds from the batch's making."""
+    (`verify`), `cancel` drops one wherever it is. `decode_batch` steps it until every request is done; a server
+    steps it as requests arrive. Times are seconds from the batch's making."""
 
     def __init__(self, engine: BatchEngine, stop_ids: frozenset[int] = frozenset(), sampling: Sampling | None = None,
                  cost=None):
