@@ -223,7 +223,13 @@ CLAIMS_OUT_local = docs/results
 # and 20 (Gemma) on the methods claims 1, 2, 3, 5 and 6 compare, and the chat reading's n grown to 30 (#60).
 CLAIMS_MORE_local = claims-local-smollm2-mt-bench claims-local-chat:parts claims-local-power-smollm2:parts \
   claims-local-power-smollm2-mt-bench claims-local-power-gemma:parts claims-local-chat-power:parts
-CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench
+# The clock grown to n = 10 prompts a cell, each timed twice (SmolLM2's MT-Bench: the 24 that hold 10 it answers).
+CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench claims-speed-local-power \
+  claims-speed-local-power-smollm2-mt-bench
+# Every sweep of a profile, in order: the plan written beside the rows (claims-plan.csv) names them, and the
+# scorecard's power section reads from it what each comparison's sweeps ask for and what the rest costs.
+CLAIMS_SWEEPS = claims-$(PROFILE) $(subst :parts,,$(CLAIMS_MORE_$(PROFILE))) claims-speed-$(PROFILE) \
+  $(CLAIMS_SPEED_MORE_$(PROFILE))
 CLAIMS_MORE_SAID_local = then $(CLAIMS_MORE_local), then$(space)
 CLAIMS_MORE_SAID_paper = then$(space)
 space := $() $()
@@ -241,19 +247,24 @@ CLAIMS_PARTS_local = humaneval,mbpp,classeval gsm8k,mt_bench
 ACCEPT_CODE = $(if $(ACCEPT_OTHER_CODE),accept_other_code=true)
 CLAIMS_PARTS_paper = humaneval,mbpp,classeval,gsm8k,mt_bench
 # What reproduce-claims says it will take (docs/running.md): the rows still missing decide it.
-CLAIMS_TIME_local = hours of decoding where rows are missing (from the committed rows: the growth of \#60 was estimated \
-  at 15.6 hours of one core; the clock took 41 minutes of this 2-core machine)
+CLAIMS_TIME_local = hours of decoding where rows are missing (docs/results/claims.md, section Power, estimates the rest \
+  from the committed rows: about 49 core-hours of tau sweeps and 9 of the clock on 2026-12-06)
 CLAIMS_TIME_paper = GPU hours: python -m goose.experiments.claims_plan --profile paper gives the plan and its cost
+# Named, not written `$(MAKE) ...` in the recipe: make runs a recipe line that names $(MAKE) even under `make -n`, and
+# this line is the whole sweep.
+INSTALL_GEMMA = $(MAKE) --no-print-directory gemma
 reproduce-claims:
 	@$(CHECK_PROFILE)
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; $(PYTHON) -m goose.experiments.claims_plan --profile paper; exit 0; fi; \
-	if [ "$(PROFILE)" = local ]; then $(MAKE) --no-print-directory gemma; fi; \
+	if [ "$(PROFILE)" = local ]; then $(INSTALL_GEMMA); fi; \
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
 	echo "== claims with PROFILE=$(PROFILE): the tau sweep claims-$(PROFILE) as $(words $(CLAIMS_PARTS_$(PROFILE))) parts side by side, \
 	$(CLAIMS_MORE_SAID_$(PROFILE))the clock claims-speed-$(PROFILE); rows into $(CLAIMS_RESULTS_$(PROFILE)), the scorecard into \
 	$(CLAIMS_OUT_$(PROFILE))" && \
 	echo "== $(CLAIMS_TIME_$(PROFILE)); finished rows are kept: stop it at any time and rerun to resume" && \
+	$(PYTHON) -m goose.experiments.claims_plan --profile $(PROFILE) --write-plan $(CLAIMS_RESULTS_$(PROFILE)) \
+	  $(addprefix --sweep ,$(CLAIMS_SWEEPS)) && \
 	printf '%s\n' $(CLAIMS_PARTS_$(PROFILE)) | OMP_NUM_THREADS=1 xargs -P $(words $(CLAIMS_PARTS_$(PROFILE))) -I{} \
 	  $(PYTHON) run.py -m +experiment=claims-$(PROFILE) results_dir=$(CLAIMS_RESULTS_$(PROFILE)) $$models benchmark={} \
 	  $(ACCEPT_CODE) && \

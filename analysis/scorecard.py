@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from goose.analysis import power
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
 from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, glance, scorecard, summary
 from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
@@ -47,12 +48,13 @@ def _ran_on(rows: pd.DataFrame) -> str:
     return f"Measured: {when} on: {devices}; {dtypes}; models {models}"
 
 
-def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
-    rows = rows[rows.config_hash.isin(set(card.attrs["read"].config))]  # what the comparisons read, nothing else
+def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
+    rows = everything[everything.config_hash.isin(set(card.attrs["read"].config))]  # what the comparisons read
     lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
     lines = [
         "# Which of the paper's claims replicate", "",
-        f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's).", "",
+        f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's); "
+        f"{_prompts(card)} (the section Power says against what the sweeps ask, and what the rest costs).", "",
         *headline(card), "",
         f"Three readings of every claim, side by side: **{PROTOCOL}** (raw prompts at the paper's answer lengths, "
         f"as the paper ran them); **{LOOP_FREE}** (the same rows, each answer cut where it starts repeating itself: "
@@ -89,6 +91,7 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
         "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
         "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
         summary(card).to_markdown(index=False), "",
+        *power.section(card, everything),
     ]
     for claim in CLAIMS:
         part = card[card.claim == claim.number].sort_values("reading", key=lambda r: r.map(READINGS.index),
@@ -120,13 +123,30 @@ def markdown(card: pd.DataFrame, rows: pd.DataFrame) -> str:
                 t[c] = [f.format(v) for v in part[c]]
             lines += ["On a CPU a forward over many draft nodes costs several times one token's (GOOSE ms/forward "
                       "against AR ms/token at the nodes it verified): speedup ~ tau x AR ms/token / GOOSE "
-                      "ms/forward. On the paper's GPU the two are close, so its speedups track tau.", ""]
+                      "ms/forward. On the paper's GPU the two are close, so its speedups track tau. The interval "
+                      "resamples prompts; a prompt's speedup is AR's mean time over GOOSE's over the timed repeats "
+                      f"its rows record ({_repeats(part, everything)}).", ""]
         if part["read as"].ne("").any():
             t["read as"] = part["read as"]
         if part["not counted because"].ne("").any():
             t["not counted because"] = part["not counted because"]
         lines += [t.to_markdown(index=False), ""]
     return "\n".join(lines + _configurations(card))
+
+
+def _prompts(card: pd.DataFrame) -> str:
+    counted = card[card.counted.astype(bool)]
+    if counted.empty:
+        return "no counted comparison yet"
+    return f"n = {counted.n.min()} to {counted.n.max()} prompts per counted comparison (median {counted.n.median():g})"
+
+
+def _repeats(part: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """How many timed repeats the rows behind a claim's comparisons record: "1 each", "2 each", "1 or 2"."""
+    hashes = {c.rsplit(" ", 1)[-1] for cs in part.configurations for c in str(cs).split("; ")}
+    col = rows.loc[rows.config_hash.isin(hashes), "repeats"] if "repeats" in rows else pd.Series(dtype=object)
+    seen = sorted({int(v) for v in pd.to_numeric(col, errors="coerce").fillna(1)})
+    return "no rows" if not seen else f"{seen[0]} each" if len(seen) == 1 else f"{', '.join(map(str, seen))} by row"
 
 
 def headline(card: pd.DataFrame) -> list[str]:

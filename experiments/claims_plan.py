@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+from pathlib import Path
 
 from goose.benchmarks.prompts import benchmark_config, load_prompts
 from goose.errors import GooseError
-from goose.paths import EXPERIMENTS
+from goose.paths import CLAIMS_PLAN, EXPERIMENTS
 
 # Parameters (billions) of the paper's models: the weights a forward reads.
 PARAMS_B = {"vicuna-7b": 6.74, "vicuna-13b": 13.0, "vicuna-33b": 32.5, "llama3-8b": 8.03, "qwen3-8b": 8.19,
@@ -28,15 +29,44 @@ PROMPTS = {"humaneval": 164, "mbpp": 500, "classeval": 100, "gsm8k": 1319, "mt_b
 DEFAULT_TAU = 2.0
 
 
-def grid(experiment: str) -> list[dict]:
-    """Every job of a sweep config: its swept values over the config's fixed ones."""
+def experiment(name: str):
+    """A sweep config with the experiments it builds on (its `defaults`) merged under it, as Hydra composes it."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.load(EXPERIMENTS / f"{experiment}.yaml")
+    own = OmegaConf.load(EXPERIMENTS / f"{name}.yaml")
+    bases = [d for d in own.pop("defaults", []) if d != "_self_"]
+    return OmegaConf.merge(*(experiment(b) for b in bases), own) if bases else own
+
+
+def grid(name: str) -> list[dict]:
+    """Every job of a sweep config: its swept values over the config's fixed ones."""
+    cfg = experiment(name)
     params = {k: str(v).split(",") for k, v in cfg.hydra.sweeper.params.items()}
-    return [dict(zip(params, combo)) | {"n_prompts": cfg.get("n_prompts"),
-                                        "timed": cfg.get("speedup_reference", "interleaved") != "none"}
-            for combo in itertools.product(*params.values())]
+    fixed = {"n_prompts": cfg.get("n_prompts"), "timed": cfg.get("speedup_reference", "interleaved") != "none",
+             "budget": str(cfg.get("budget", "60")), "chat_template": bool(cfg.get("chat_template", False)),
+             "repeats": int(cfg.get("repeats", 1))}
+    return [fixed | dict(zip(params, combo)) for combo in itertools.product(*params.values())]
+
+
+PLAN_KEY = ("model", "benchmark", "method", "budget", "chat_template", "timed", "repeats")
+
+
+def write_plan(sweeps: list[str], results: Path) -> Path:
+    """`results`/claims-plan.csv: every job the sweeps ask for and its prompts, the largest ask where several
+    sweeps grow one job (n_prompts is not hashed: a later sweep resumes the same run folder)."""
+    asked: dict[tuple, int] = {}
+    for name in sweeps:
+        for job in grid(name):
+            key = tuple(str(job[k]) for k in PLAN_KEY)
+            asked[key] = max(asked.get(key, 0), prompt_count(job["benchmark"], job["n_prompts"]))
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / CLAIMS_PLAN
+    lines = [f"# sweeps: {' '.join(sweeps)}", ",".join([*PLAN_KEY, "n_prompts"])]
+    lines += [",".join([*key, str(n)]) for key, n in sorted(asked.items())]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return path
 
 
 @functools.cache
@@ -68,7 +98,7 @@ def plan(profile: str, results: str | None, bandwidth_gbs: float, efficiency: fl
     for experiment in (f"claims-{profile}", f"claims-speed-{profile}"):
         for job in grid(experiment):
             model, bench, method = job["model"], job["benchmark"], job["method"]
-            budget = job.get("budget", "60")
+            budget = job["budget"]
             n = prompt_count(bench, job["n_prompts"])
             tokens = n * benchmark_config(bench).paper_max_new_tokens
             forward_s = PARAMS_B[model] * 2e9 / (bandwidth_gbs * 1e9 * efficiency)
@@ -89,11 +119,25 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--results", default=None, help="rows whose tau stands in for each method's (default: tau 2)")
     ap.add_argument("--bandwidth-gbs", type=float, default=2039.0, help="GPU memory bandwidth (A100 80GB: 2039)")
     ap.add_argument("--efficiency", type=float, default=0.6, help="share of it a forward reaches")
-    return ap.parse_args(argv)
+    ap.add_argument("--write-plan", metavar="DIR", default=None, help=f"write DIR/{CLAIMS_PLAN} (every job the "
+                    "--sweep configs ask for, with its prompts: the scorecard's power section reads it) and stop")
+    ap.add_argument("--sweep", action="append", default=[], help="with --write-plan: an experiments/ sweep, in "
+                    "the order the reproduce target runs them (repeat it)")
+    args = ap.parse_args(argv)
+    if args.write_plan and not args.sweep:
+        ap.error("--write-plan takes the sweeps it plans: --sweep NAME, once per sweep")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
+    if args.write_plan:
+        try:
+            path = write_plan(args.sweep, Path(args.write_plan))
+        except (GooseError, OSError) as e:
+            raise SystemExit(f"error: {e}") from None
+        print(f"wrote {path}")
+        return
     rows = plan(args.profile, args.results, args.bandwidth_gbs, args.efficiency)
     print(f"Plan of `make reproduce-claims PROFILE={args.profile}`: {len(rows)} runs "
           f"(experiments/claims-{args.profile}.yaml, claims-speed-{args.profile}.yaml)\n")

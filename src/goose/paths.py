@@ -12,6 +12,7 @@ _CANDIDATES = (REPO_ROOT / "conf", _HERE / "conf")
 CONF = next((p for p in _CANDIDATES if (p / "config.yaml").is_file()), _CANDIDATES[0])
 EXPERIMENTS = next((p for p in (REPO_ROOT / "experiments", _HERE / "experiments") if (p / "__init__.py").is_file()),
                    REPO_ROOT / "experiments")
+CLAIMS_PLAN = "claims-plan.csv"  # a claims results folder's plan: every job its sweeps ask for, and its prompts
 
 
 @functools.cache

@@ -55,3 +55,20 @@ def test_each_time_is_the_one_make_help_states():
             continue
         said = re.search(rf"^  reproduce-{re.escape(target)}\s+.*?; (about [\d.]+ (?:min|hours))$", out, re.M)
         assert said and said.group(1) == time, (target, time, said and said.group(1))
+
+
+def test_make_n_of_a_reproduce_target_runs_nothing(tmp_path):
+    """`make -n` prints a recipe and runs none of it, except a line that names $(MAKE): make runs that one (for the
+    sub-make to print its own), so such a line must be the sub-make alone. The claims recipe's sweep once shared a
+    line with `$(MAKE) gemma`, and `make -n reproduce-claims` ran the sweep."""
+    spy = tmp_path / "python"
+    spy.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'ran'}\n")
+    spy.chmod(0o755)
+    makefile = (ROOT / "Makefile").read_text()
+    targets = sorted(set(re.findall(r"^(reproduce-[\w-]+):", makefile, re.M)))
+    for target in targets:
+        for profile in ("local", "paper"):
+            subprocess.run(["make", "-n", "--no-print-directory", target, f"PROFILE={profile}", f"PYTHON={spy}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+    ran = (tmp_path / "ran").read_text().splitlines() if (tmp_path / "ran").exists() else []
+    assert [c for c in ran if not c.startswith("-c ")] == []  # `python -c` probes (is Gemma installed?) may run

@@ -1,0 +1,181 @@
+"""How sure the scorecard can be, and what more would make it surer: the n each comparison reached and its
+interval's width, against the prompts its sweeps ask for (the results folder's claims-plan.csv, written by
+goose.experiments.claims_plan), and what the prompts still missing cost, in core-hours measured from the rows.
+
+The cost of the rest is an estimate from the rows already there: a missing prompt of a job costs what its job's
+prompts cost so far (the generation's seconds, AR's beside it where timed, times the repeats and the threads);
+a job with no rows yet, what its configuration cost at other repeats; an untimed prompt new to a model x
+benchmark x template also needs AR's reference once (the model's AR seconds per token in its clock rows, times
+the mean answer length there).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from goose.paths import CLAIMS_PLAN
+
+KEY = ["model", "benchmark", "method", "budget", "chat_template", "timed"]
+TAU, CLOCK = "tau (one core a run)", "clock (an idle machine)"
+
+
+def find_plan(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The claims-plan.csv of the results folder the rows were read from (the nearest one above their run
+    folders), or None where there is none, or several that differ."""
+    found = set()
+    for run_dir in rows.run_dir.drop_duplicates():
+        found |= {str(d / CLAIMS_PLAN) for d in Path(run_dir).parents if (d / CLAIMS_PLAN).is_file()}
+    texts = {Path(f).read_text() for f in found}
+    if len(texts) != 1:
+        return None
+    text = texts.pop()
+    plan = pd.read_csv(io.StringIO(text), comment="#", dtype={"budget": str})
+    plan = plan.assign(chat_template=plan.chat_template.astype(str).eq("True"), timed=plan.timed.astype(str).eq("True"))
+    plan.attrs["sweeps"] = text.splitlines()[0].removeprefix("# sweeps: ") if text.startswith("#") else "?"
+    return plan
+
+
+def _column(r: pd.DataFrame, name: str, default) -> pd.Series:
+    return r[name] if name in r else pd.Series(default, index=r.index)
+
+
+def _number(r: pd.DataFrame, name: str, default: float) -> pd.Series:
+    return pd.to_numeric(_column(r, name, default), errors="coerce").fillna(default)
+
+
+def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows a plan can name (greedy, one request at a time, at the paper's lengths), with the plan's key:
+    the model's and benchmark's config names, and budget 'fixed' read as any budget (PLD, TR: no budget)."""
+    paper_length = _column(rows, "max_new_tokens", "").astype(str).eq(
+        _column(rows, "benchmark.paper_max_new_tokens", "").astype(str))
+    r = rows[rows.temperature.eq(0) & rows.concurrency.eq(1) & paper_length]
+    name = _column(r, "model.name", "").astype(str)
+    repeats, ar_wall_s, threads = _number(r, "repeats", 1).astype(int), _number(r, "ar_wall_s", 0.0), \
+        _number(r, "threads", 1)
+    return r.assign(model=name.where(name.ne("") & name.ne("nan"), r.model), benchmark=r.benchmark_name,
+                    chat_template=_column(r, "chat_template", False).astype(str).eq("True"),
+                    timed=~_column(r, "speedup_reference", "none").fillna("none").isin(["", "none"]),
+                    repeats=repeats, ar_wall_s=ar_wall_s, threads=threads,
+                    core_s=(r.wall_s + ar_wall_s) * repeats * threads)
+
+
+def _match(job, rows: pd.DataFrame) -> pd.DataFrame:
+    same = (rows.model.eq(job.model) & rows.benchmark.eq(job.benchmark) & rows.method.eq(job.method)
+            & rows.chat_template.eq(job.chat_template) & rows.timed.eq(job.timed))
+    return rows[same & (rows.budget.eq(str(job.budget)) | rows.budget.eq("fixed"))]
+
+
+def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
+    """Per planned job: prompts asked, prompts in the rows (its largest run folder), core-hours the rows took,
+    and the core-hours its missing prompts need (an estimate: see the module's docstring)."""
+    rows = _keyed(rows)
+    ar_s = {m: float(np.median(g.ar_wall_s * g.threads / g.new_tokens.clip(lower=1)))
+            for m, g in rows[rows.timed & rows.ar_wall_s.gt(0)].groupby("model")}
+    out, fresh = [], {}
+    for job in plan.itertuples():
+        mine = _match(job, rows)
+        own = mine[mine.repeats.eq(job.repeats)]
+        biggest = own.groupby("config_hash").size()
+        done = int(biggest.max()) if len(biggest) else 0
+        per_prompt = (own.core_s.mean() if len(own)
+                      else mine.core_s.mean() / mine.repeats.mean() * job.repeats if len(mine) else np.nan)
+        missing = max(0, int(job.n_prompts) - done)
+        out.append({**{k: getattr(job, k) for k in KEY}, "repeats": job.repeats, "asked": int(job.n_prompts),
+                    "done": done, "core_h_taken": own.core_s.sum() / 3600, "core_h_left": missing * per_prompt / 3600,
+                    "part": CLOCK if job.timed else TAU})
+        if not job.timed:
+            cell = (job.model, job.benchmark, job.chat_template)
+            fresh[cell] = max(fresh.get(cell, 0), missing)
+    for (model, bench, chat), missing in fresh.items():  # AR's reference for each prompt new to the cell
+        cell = rows[rows.model.eq(model) & rows.benchmark.eq(bench) & rows.chat_template.eq(chat)]
+        if missing and model in ar_s and len(cell):
+            out.append({"model": model, "benchmark": bench, "method": "ar (references)", "chat_template": chat,
+                        "timed": False, "asked": missing, "done": 0, "core_h_taken": 0.0, "part": TAU,
+                        "core_h_left": missing * cell.new_tokens.mean() * ar_s[model] / 3600})
+    return pd.DataFrame(out)
+
+
+def _fmt_width(values: pd.Series, unit: str) -> str:
+    v = values[np.isfinite(values)]
+    if v.empty:
+        return "no interval"
+    f = (lambda x: f"{x:.2f}x") if unit == "x" else (lambda x: f"{x:.0f} pts")
+    return f"{f(v.median())} ({f(v.max())})"
+
+
+def _planned_n(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
+    """Per comparison, the prompts its sweeps ask for: the fewest over its sides (a side's job: its read
+    configuration's model, benchmark, method, budget, template and timing, any repeats)."""
+    keyed = _keyed(rows).drop_duplicates("config_hash").set_index("config_hash")
+    asked = plan.groupby(KEY).n_prompts.max()
+
+    def one(configs: str) -> float:
+        ns = []
+        for part in str(configs).split("; "):
+            h = part.rsplit(" ", 1)[-1]
+            if h not in keyed.index:
+                return np.nan
+            r = keyed.loc[h]
+            hits = [asked.get((r.model, r.benchmark, r.method, b, r.chat_template, r.timed))
+                    for b in ([r.budget] if r.budget != "fixed" else sorted(set(plan.budget)))]
+            hits = [x for x in hits if x is not None]
+            ns.append(max(hits) if hits else np.nan)
+        return min(ns) if ns else np.nan
+
+    return card.configurations.map(one)
+
+
+def n_reached(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame | None) -> pd.DataFrame:
+    """Per claim x model x reading, over its counted comparisons (and the clock's CPU reading): how many, their
+    n, the n their sweeps ask for, and how wide their intervals are (median, and the widest)."""
+    part = card[card.counted.astype(bool)].copy()
+    part["width"] = part.high - part.low
+    part["planned"] = _planned_n(part, rows, plan) if plan is not None else np.nan
+    part["all run"] = (part.n + part["nothing drafted"].fillna(0)) >= part.planned  # n leaves undrafted ones out
+    out = []
+    for (claim, name, model, reading), g in part.groupby(["claim", "name", "model", "reading"], sort=False):
+        planned = g.planned.dropna()
+        out.append({"claim": f"{claim}. {name}", "model": model, "reading": reading, "comparisons": len(g),
+                    "n": f"{g.n.min()}-{g.n.max()}" if g.n.min() != g.n.max() else str(g.n.min()),
+                    "prompts asked": ("-" if planned.empty else f"{planned.min():.0f}" if planned.nunique() == 1
+                                      else f"{planned.min():.0f}-{planned.max():.0f}"),
+                    "all asked run": "-" if planned.empty else f"{int(g['all run'].sum())} of {len(g)}",
+                    "interval width: median (widest)": _fmt_width(g.width, g.unit.iloc[0])})
+    return pd.DataFrame(out)
+
+
+def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
+    """The page's power section: n and widths per claim, then what the plan's missing prompts cost."""
+    plan = find_plan(rows)
+    lines = ["## Power: the n each comparison reached, how wide its interval is, and what the rest costs", ""]
+    if plan is None:
+        return lines + [f"n and widths as read; no {CLAIMS_PLAN} beside the rows (or several that differ), so what "
+                        "the sweeps ask for and what the rest costs are not known here (python -m "
+                        "goose.experiments.claims_plan --write-plan DIR --sweep NAME ... writes it).", "",
+                        n_reached(card, rows, None).to_markdown(index=False), ""]
+    jobs = cost(rows, plan)
+    lines += [f"Per claim, model and reading, the counted comparisons: their n (prompts), the prompts their sweeps "
+              f"ask for ({CLAIMS_PLAN}: {plan.attrs['sweeps']}), and their intervals' width (x for ratios, "
+              "percentage points for %).", "", n_reached(card, rows, plan).to_markdown(index=False), ""]
+    real = jobs[~jobs.method.eq("ar (references)")]
+    by = jobs.assign(template=np.where(jobs.chat_template, "chat", "raw")).groupby(["part", "model", "template"])
+    t = by.agg(runs=("asked", "size"), asked=("asked", "sum"), done=("done", "sum"), taken=("core_h_taken", "sum"),
+               left=("core_h_left", "sum"), unknown=("core_h_left", lambda v: int(v.isna().sum()))).reset_index()
+    t["prompt runs done / asked"] = [f"{d} / {a}" for d, a in zip(t.done, t.asked)]
+    t["core-hours in the rows"] = t.taken.map(lambda v: f"{v:.1f}")
+    t["core-hours to go (est.)"] = [f"{v:.1f}" + (f" and {u} run(s) with no rows to cost it by" if u else "")
+                                     for v, u in zip(t.left, t.unknown)]
+    left = {p: jobs[jobs.part.eq(p)].core_h_left.sum() for p in (TAU, CLOCK)}
+    lines += ["What the plan asks, per part: prompt runs in the rows against those asked (AR's references for "
+              "prompts new to a cell counted as asked, none done), the core-hours the rows' own clocks took, and "
+              "an estimate of the rest from them (module goose.analysis.power).", "",
+              t[["part", "model", "template", "prompt runs done / asked", "core-hours in the rows",
+                 "core-hours to go (est.)"]].to_markdown(index=False), "",
+              f"In all {int(real.done.sum())} of {int(real.asked.sum())} planned prompt runs are in the rows; the "
+              f"rest needs about {left[TAU]:.0f} core-hours of tau sweeps (one core a run, any number side by side) "
+              f"and {left[CLOCK]:.0f} of the clock (on an idle machine, every core).", ""]
+    return lines

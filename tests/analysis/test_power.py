@@ -1,0 +1,97 @@
+"""The scorecard's power section: what each comparison's sweeps ask for (the plan written beside the rows) and
+what the missing prompts cost, against hand-computed numbers; and a page without a plan that says so."""
+
+import pandas as pd
+import pytest
+
+from goose.analysis.artifacts import make, rows_for
+from goose.analysis.claims import scorecard
+from goose.analysis.load import load_rows
+from goose.analysis.power import CLOCK, TAU, cost, find_plan, n_reached
+from goose.experiments.claims_plan import grid, write_plan
+from goose.paths import CLAIMS_PLAN
+from goose.storage.result_files import ResultsFile
+
+
+def put(root, method, walls, timed=None):
+    """A configuration's rows on model m, HumanEval: prompt i took walls[i] seconds; `timed` = (ar_wall_s,
+    threads, repeats) for a clock row."""
+    budget = "fixed" if method == "pld" else "60"
+    chash = f"{method}-{'timed' if timed else 'tau'}"
+    f = ResultsFile(root / "m" / "humaneval" / method / chash / "results.csv")
+    for i, w in enumerate(walls):
+        clock = ({"speedup_reference": "interleaved", "speedup_source": "interleaved", "speedup": 2.0,
+                  "ar_wall_s": timed[0], "threads": timed[1], "repeats": timed[2]} if timed
+                 else {"speedup_reference": "none", "speedup_source": "none", "threads": 1, "repeats": 1})
+        f.append({"model": "m", "benchmark": "humaneval", "method": method, "budget": budget, "prompt_id": str(i),
+                  "new_tokens": 120, "steps": 40, "tau": 3.0, "wall_s": w, "tokens_per_s": 120 / w,
+                  "lossless": True, "config_hash": chash, "timed_at": "2026-12-03T10:00:00+0000",
+                  "device_name": "cpu", "dtype": "float32", "model_fingerprint": "abcdef0123",
+                  "chat_template": False, **clock})
+
+
+PLAN = """# sweeps: first second
+model,benchmark,method,budget,chat_template,timed,repeats,n_prompts
+m,humaneval,goose,60,False,False,1,5
+m,humaneval,pld,60,False,False,1,5
+m,humaneval,goose,60,False,True,2,2
+"""
+
+
+def test_the_rest_costs_what_its_own_prompts_cost(tmp_path):
+    """goose: 3 of 5 prompts at 10/20/30 s (2 missing x 20 s); PLD 3 of 5 at 40 s (2 x 40 s); two prompts new to
+    the cell need AR's reference (2 x 120 tokens x 0.1 core-s a token: AR's 6 s on 2 threads for 120 tokens in
+    the clock row); the clock job asks 2 prompts at 2 repeats where one ran at 1 repeat: (2 + 6) s x 2 threads
+    = 16 core-s a repeat, 32 a prompt, 64 for the two."""
+    put(tmp_path, "goose", [10.0, 20.0, 30.0])
+    put(tmp_path, "pld", [40.0, 40.0, 40.0])
+    put(tmp_path, "goose", [2.0], timed=(6.0, 2, 1))
+    (tmp_path / CLAIMS_PLAN).write_text(PLAN)
+    rows = load_rows(tmp_path)
+    plan = find_plan(rows)
+    assert plan.attrs["sweeps"] == "first second" and len(plan) == 3
+    jobs = cost(rows, plan).set_index(["method", "part"])
+    assert jobs.loc[("goose", TAU), "done"] == 3 and jobs.loc[("pld", TAU), "done"] == 3
+    assert jobs.loc[("goose", TAU), "core_h_left"] * 3600 == pytest.approx(40.0)
+    assert jobs.loc[("pld", TAU), "core_h_left"] * 3600 == pytest.approx(80.0)
+    assert jobs.loc[("ar (references)", TAU), "core_h_left"] * 3600 == pytest.approx(24.0)
+    assert jobs.loc[("goose", CLOCK), "done"] == 0  # its repeats are not the plan's: a new run folder
+    assert jobs.loc[("goose", CLOCK), "core_h_left"] * 3600 == pytest.approx(64.0)
+    assert jobs.loc[("goose", TAU), "core_h_taken"] * 3600 == pytest.approx(60.0)
+
+
+def test_each_comparison_is_held_to_what_its_sweeps_ask(tmp_path):
+    """Claim 2's goose vs spine-only reads goose (asked 5) and spine-only (asked 3, all run): it is held to 3."""
+    put(tmp_path, "goose", [10.0, 20.0, 30.0])
+    for m in ("spine-only", "branches-only"):
+        put(tmp_path, m, [5.0, 5.0, 5.0])
+    (tmp_path / CLAIMS_PLAN).write_text("# sweeps: one\nmodel,benchmark,method,budget,chat_template,timed,repeats,"
+                                        "n_prompts\nm,humaneval,goose,60,False,False,1,5\n"
+                                        "m,humaneval,spine-only,60,False,False,1,3\n"
+                                        "m,humaneval,branches-only,60,False,False,1,5\n")
+    rows = load_rows(tmp_path)
+    card = scorecard(rows_for("claims", rows))
+    t = n_reached(card, rows, find_plan(rows)).set_index(["claim", "reading"])
+    two = t.loc[("2. non-degradation", "paper's protocol")]
+    assert two["comparisons"] == 2 and two["n"] == "3" and two["prompts asked"] == "3-5"
+    assert two["all asked run"] == "1 of 2"
+
+
+def test_a_page_without_a_plan_says_what_it_cannot_know(tmp_path):
+    put(tmp_path, "goose", [10.0, 20.0, 30.0])
+    put(tmp_path, "pld", [40.0, 40.0, 40.0])
+    text = make("claims", load_rows(tmp_path), tmp_path / "out")[0].read_text()
+    power = text.split("## Power")[1].split("\n## ")[0]
+    assert f"no {CLAIMS_PLAN} beside the rows" in power and "--write-plan" in power
+
+
+def test_the_plan_merges_a_sweeps_bases_and_keeps_the_largest_ask(tmp_path):
+    """claims-local-chat-power inherits chat_template from claims-local-chat; claims-local-power-smollm2 grows
+    claims-local's SmolLM2 jobs to 30 prompts, the ablations staying at 10."""
+    assert {j["chat_template"] for j in grid("claims-local-chat-power")} == {True}
+    path = write_plan(["claims-local", "claims-local-power-smollm2"], tmp_path)
+    plan = pd.read_csv(path, comment="#", dtype={"budget": str}).set_index(["model", "benchmark", "method"])
+    assert path.read_text().startswith("# sweeps: claims-local claims-local-power-smollm2\n")
+    assert plan.loc[("smollm2-135m", "humaneval", "goose"), "n_prompts"] == 30
+    assert plan.loc[("smollm2-135m", "humaneval", "goose-no-bigram"), "n_prompts"] == 10
+    assert plan.loc[("gemma3-270m", "humaneval", "goose"), "n_prompts"] == 10
