@@ -4,9 +4,9 @@ goose.experiments.claims_plan), and what the prompts still missing cost, in core
 
 The cost of the rest is an estimate from the rows already there: a missing prompt of a job costs what its job's
 prompts cost so far (the generation's seconds, AR's beside it where timed, times the repeats and the threads);
-a job with no rows yet, what its configuration cost at other repeats; an untimed prompt new to a model x
-benchmark x template also needs AR's reference once (the model's AR seconds per token in its clock rows, times
-the mean answer length there).
+a job with no rows yet, what its configuration cost at other repeats, else with the other template (chat or
+raw); an untimed prompt new to a model x benchmark x template also needs AR's reference once (the model's AR
+seconds per token in its clock rows, times the mean answer length in the cell, else with the other template).
 """
 
 from __future__ import annotations
@@ -69,6 +69,11 @@ def _match(job, rows: pd.DataFrame) -> pd.DataFrame:
     return rows[same & (rows.budget.eq(str(job.budget)) | rows.budget.eq("fixed"))]
 
 
+def _other_template(job, rows: pd.DataFrame) -> pd.DataFrame:
+    """A job's configuration with the other template (chat or raw): what a job with no rows yet is costed by."""
+    return _match(job._replace(chat_template=not job.chat_template), rows)
+
+
 def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     """Per planned job: prompts asked, prompts in the rows (its largest run folder), core-hours the rows took,
     and the core-hours its missing prompts need (an estimate: see the module's docstring)."""
@@ -81,8 +86,10 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
         own = mine[mine.repeats.eq(job.repeats)]
         biggest = own.groupby("config_hash").size()
         done = int(biggest.max()) if len(biggest) else 0
+        other = _other_template(job, rows)
         per_prompt = (own.core_s.mean() if len(own)
-                      else mine.core_s.mean() / mine.repeats.mean() * job.repeats if len(mine) else np.nan)
+                      else mine.core_s.mean() / mine.repeats.mean() * job.repeats if len(mine)
+                      else other.core_s.mean() if len(other) else np.nan)
         missing = max(0, int(job.n_prompts) - done)
         out.append({**{k: getattr(job, k) for k in KEY}, "repeats": job.repeats, "asked": int(job.n_prompts),
                     "done": done, "core_h_taken": own.core_s.sum() / 3600, "core_h_left": missing * per_prompt / 3600,
@@ -91,7 +98,8 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
             cell = (job.model, job.benchmark, job.chat_template)
             fresh[cell] = max(fresh.get(cell, 0), missing)
     for (model, bench, chat), missing in fresh.items():  # AR's reference for each prompt new to the cell
-        cell = rows[rows.model.eq(model) & rows.benchmark.eq(bench) & rows.chat_template.eq(chat)]
+        cell = rows[rows.model.eq(model) & rows.benchmark.eq(bench)]
+        cell = cell[cell.chat_template.eq(chat)] if cell.chat_template.eq(chat).any() else cell
         if missing and model in ar_s and len(cell):
             out.append({"model": model, "benchmark": bench, "method": "ar (references)", "chat_template": chat,
                         "timed": False, "asked": missing, "done": 0, "core_h_taken": 0.0, "part": TAU,

@@ -35,6 +35,7 @@ model,benchmark,method,budget,chat_template,timed,repeats,n_prompts
 m,humaneval,goose,60,False,False,1,5
 m,humaneval,pld,60,False,False,1,5
 m,humaneval,goose,60,False,True,2,2
+m,humaneval,pld,60,True,False,1,2
 """
 
 
@@ -42,15 +43,20 @@ def test_the_rest_costs_what_its_own_prompts_cost(tmp_path):
     """goose: 3 of 5 prompts at 10/20/30 s (2 missing x 20 s); PLD 3 of 5 at 40 s (2 x 40 s); two prompts new to
     the cell need AR's reference (2 x 120 tokens x 0.1 core-s a token: AR's 6 s on 2 threads for 120 tokens in
     the clock row); the clock job asks 2 prompts at 2 repeats where one ran at 1 repeat: (2 + 6) s x 2 threads
-    = 16 core-s a repeat, 32 a prompt, 64 for the two."""
+    = 16 core-s a repeat, 32 a prompt, 64 for the two. PLD with the chat template has no rows: costed by its raw
+    ones (2 x 40 s), and its cell's two new prompts need AR's references (2 x 120 x 0.1 s)."""
     put(tmp_path, "goose", [10.0, 20.0, 30.0])
     put(tmp_path, "pld", [40.0, 40.0, 40.0])
     put(tmp_path, "goose", [2.0], timed=(6.0, 2, 1))
     (tmp_path / CLAIMS_PLAN).write_text(PLAN)
     rows = load_rows(tmp_path)
     plan = find_plan(rows)
-    assert plan.attrs["sweeps"] == "first second" and len(plan) == 3
-    jobs = cost(rows, plan).set_index(["method", "part"])
+    assert plan.attrs["sweeps"] == "first second" and len(plan) == 4
+    jobs = cost(rows, plan)
+    chat = jobs[jobs.chat_template].set_index("method")
+    assert chat.loc["pld", "done"] == 0 and chat.loc["pld", "core_h_left"] * 3600 == pytest.approx(80.0)
+    assert chat.loc["ar (references)", "core_h_left"] * 3600 == pytest.approx(24.0)
+    jobs = jobs[~jobs.chat_template].set_index(["method", "part"])
     assert jobs.loc[("goose", TAU), "done"] == 3 and jobs.loc[("pld", TAU), "done"] == 3
     assert jobs.loc[("goose", TAU), "core_h_left"] * 3600 == pytest.approx(40.0)
     assert jobs.loc[("pld", TAU), "core_h_left"] * 3600 == pytest.approx(80.0)
