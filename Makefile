@@ -230,9 +230,10 @@ CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench claims-speed-local
 # scorecard's power section reads from it what each comparison's sweeps ask for and what the rest costs.
 CLAIMS_SWEEPS = claims-$(PROFILE) $(subst :parts,,$(CLAIMS_MORE_$(PROFILE))) claims-speed-$(PROFILE) \
   $(CLAIMS_SPEED_MORE_$(PROFILE))
-CLAIMS_MORE_SAID_local = then $(CLAIMS_MORE_local), then$(space)
+CLAIMS_MORE_SAID_local = then $(subst :parts,,$(CLAIMS_MORE_local)), then$(space)
 CLAIMS_MORE_SAID_paper = then$(space)
 space := $() $()
+comma := ,
 CLAIMS_OUT_paper = $(ARTIFACTS_OUT)
 # The local profile's rows are committed (results/claims-local/): each session resumes them, and a clone
 # regenerates the scorecard from them without running anything.
@@ -260,7 +261,8 @@ reproduce-claims:
 	if [ "$(PROFILE)" = local ]; then $(INSTALL_GEMMA); fi; \
 	models=$$( [ "$(PROFILE)" = local ] && echo "model=$(CLAIMS_MODELS)" ); \
 	echo "== claims with PROFILE=$(PROFILE): the tau sweep claims-$(PROFILE) as $(words $(CLAIMS_PARTS_$(PROFILE))) parts side by side, \
-	$(CLAIMS_MORE_SAID_$(PROFILE))the clock claims-speed-$(PROFILE); rows into $(CLAIMS_RESULTS_$(PROFILE)), the scorecard into \
+	$(CLAIMS_MORE_SAID_$(PROFILE))the clock claims-speed-$(PROFILE)$(if $(CLAIMS_SPEED_MORE_$(PROFILE)),$(comma) then \
+	$(CLAIMS_SPEED_MORE_$(PROFILE))); rows into $(CLAIMS_RESULTS_$(PROFILE)), the scorecard into \
 	$(CLAIMS_OUT_$(PROFILE))" && \
 	echo "== $(CLAIMS_TIME_$(PROFILE)); finished rows are kept: stop it at any time and rerun to resume" && \
 	$(PYTHON) -m goose.experiments.claims_plan --profile $(PROFILE) --write-plan $(CLAIMS_RESULTS_$(PROFILE)) \

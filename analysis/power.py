@@ -23,20 +23,36 @@ KEY = ["model", "benchmark", "method", "budget", "chat_template", "timed"]
 TAU, CLOCK = "tau (one core a run)", "clock (an idle machine)"
 
 
-def find_plan(rows: pd.DataFrame) -> pd.DataFrame | None:
+PLAN_COLUMNS = [*KEY, "repeats", "n_prompts"]
+
+
+def find_plan(rows: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
     """The claims-plan.csv of the results folder the rows were read from (the nearest one above their run
-    folders), or None where there is none, or several that differ."""
+    folders), one job a line (a job listed twice: its largest ask), or None and why not: there is none, several
+    that differ, or one that is not a plan (its columns, or a count that is not a whole number >= 0)."""
     found = set()
     for run_dir in rows.run_dir.drop_duplicates():
         found |= {str(d / CLAIMS_PLAN) for d in Path(run_dir).parents if (d / CLAIMS_PLAN).is_file()}
     texts = {Path(f).read_text() for f in found}
     if len(texts) != 1:
-        return None
+        return None, f"no {CLAIMS_PLAN} beside the rows" if not texts else f"{len(texts)} {CLAIMS_PLAN} that differ"
     text = texts.pop()
-    plan = pd.read_csv(io.StringIO(text), comment="#", dtype={"budget": str})
-    plan = plan.assign(chat_template=plan.chat_template.astype(str).eq("True"), timed=plan.timed.astype(str).eq("True"))
-    plan.attrs["sweeps"] = text.splitlines()[0].removeprefix("# sweeps: ") if text.startswith("#") else "?"
-    return plan
+    try:
+        plan = pd.read_csv(io.StringIO(text), comment="#", dtype={"budget": str})
+    except (ValueError, pd.errors.ParserError) as e:
+        return None, f"{CLAIMS_PLAN} could not be read ({str(e).splitlines()[0]})"
+    lacks = [c for c in PLAN_COLUMNS if c not in plan]
+    counts = pd.to_numeric(plan.n_prompts, errors="coerce") if "n_prompts" in plan else pd.Series(dtype=float)
+    if lacks or plan.empty or counts.isna().any() or (counts < 0).any() or (counts % 1 != 0).any():
+        why = (f"lacks the column(s) {', '.join(lacks)}" if lacks else "lists no job" if plan.empty
+               else "has an n_prompts that is not a whole number >= 0")
+        return None, f"{CLAIMS_PLAN} {why}: rewrite it with goose.experiments.claims_plan --write-plan"
+    plan = plan.assign(chat_template=plan.chat_template.astype(str).eq("True"), timed=plan.timed.astype(str).eq("True"),
+                       budget=plan.budget.astype(str), repeats=pd.to_numeric(plan.repeats, errors="coerce")
+                       .fillna(1).astype(int), n_prompts=counts.astype(int))
+    plan = plan.groupby([*KEY, "repeats"], as_index=False, sort=False).n_prompts.max()
+    plan.attrs["sweeps"] = text.splitlines()[0].removeprefix("# sweeps: ") if text.startswith("#") else "not named"
+    return plan, ""
 
 
 def _column(r: pd.DataFrame, name: str, default) -> pd.Series:
@@ -80,7 +96,7 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     rows = _keyed(rows)
     ar_s = {m: float(np.median(g.ar_wall_s * g.threads / g.new_tokens.clip(lower=1)))
             for m, g in rows[rows.timed & rows.ar_wall_s.gt(0)].groupby("model")}
-    out, fresh = [], {}
+    out, cells = [], {}
     for job in plan.itertuples():
         mine = _match(job, rows)
         own = mine[mine.repeats.eq(job.repeats)]
@@ -92,18 +108,20 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
                       else other.core_s.mean() if len(other) else np.nan)
         missing = max(0, int(job.n_prompts) - done)
         out.append({**{k: getattr(job, k) for k in KEY}, "repeats": job.repeats, "asked": int(job.n_prompts),
-                    "done": done, "core_h_taken": own.core_s.sum() / 3600, "core_h_left": missing * per_prompt / 3600,
-                    "part": CLOCK if job.timed else TAU})
-        if not job.timed:
-            cell = (job.model, job.benchmark, job.chat_template)
-            fresh[cell] = max(fresh.get(cell, 0), missing)
-    for (model, bench, chat), missing in fresh.items():  # AR's reference for each prompt new to the cell
+                    "done": done, "core_h_taken": own.core_s.sum() / 3600,
+                    "core_h_left": missing * per_prompt / 3600 if missing else 0.0,
+                    "part": CLOCK if job.timed else TAU, "references": 0})
+        if not job.timed:  # AR's references: one per prompt of the cell that no configuration has run yet
+            asked, ran = cells.get((job.model, job.benchmark, job.chat_template), (0, 0))
+            cells[job.model, job.benchmark, job.chat_template] = (max(asked, int(job.n_prompts)), max(ran, done))
+    for (model, bench, chat), (asked, ran) in cells.items():
         cell = rows[rows.model.eq(model) & rows.benchmark.eq(bench)]
         cell = cell[cell.chat_template.eq(chat)] if cell.chat_template.eq(chat).any() else cell
-        if missing and model in ar_s and len(cell):
+        if asked > ran:
+            seconds = cell.new_tokens.mean() * ar_s[model] if model in ar_s and len(cell) else np.nan
             out.append({"model": model, "benchmark": bench, "method": "ar (references)", "chat_template": chat,
-                        "timed": False, "asked": missing, "done": 0, "core_h_taken": 0.0, "part": TAU,
-                        "core_h_left": missing * cell.new_tokens.mean() * ar_s[model] / 3600})
+                        "timed": False, "asked": 0, "done": 0, "core_h_taken": 0.0, "part": TAU,
+                        "references": asked - ran, "core_h_left": (asked - ran) * seconds / 3600})
     return pd.DataFrame(out)
 
 
@@ -158,32 +176,41 @@ def n_reached(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame | None)
 
 def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     """The page's power section: n and widths per claim, then what the plan's missing prompts cost."""
-    plan = find_plan(rows)
+    plan, why = find_plan(rows)
     lines = ["## Power: the n each comparison reached, how wide its interval is, and what the rest costs", ""]
     if plan is None:
-        return lines + [f"n and widths as read; no {CLAIMS_PLAN} beside the rows (or several that differ), so what "
-                        "the sweeps ask for and what the rest costs are not known here (python -m "
-                        "goose.experiments.claims_plan --write-plan DIR --sweep NAME ... writes it).", "",
+        return lines + [f"n and widths as read; {why}, so what the sweeps ask for and what the rest costs are not "
+                        "known here (`make reproduce-claims` writes the plan; by hand: goose.experiments.claims_plan "
+                        "with --write-plan and one --sweep per sweep).", "",
                         n_reached(card, rows, None).to_markdown(index=False), ""]
     jobs = cost(rows, plan)
-    lines += [f"Per claim, model and reading, the counted comparisons: their n (prompts), the prompts their sweeps "
-              f"ask for ({CLAIMS_PLAN}: {plan.attrs['sweeps']}), and their intervals' width (x for ratios, "
-              "percentage points for %).", "", n_reached(card, rows, plan).to_markdown(index=False), ""]
-    real = jobs[~jobs.method.eq("ar (references)")]
-    by = jobs.assign(template=np.where(jobs.chat_template, "chat", "raw")).groupby(["part", "model", "template"])
-    t = by.agg(runs=("asked", "size"), asked=("asked", "sum"), done=("done", "sum"), taken=("core_h_taken", "sum"),
-               left=("core_h_left", "sum"), unknown=("core_h_left", lambda v: int(v.isna().sum()))).reset_index()
+    lines += [f"Per claim, model and reading, the counted comparisons: their n, the prompts their sweeps ask for "
+              f"({CLAIMS_PLAN}, of the sweeps {plan.attrs['sweeps']}), and their intervals' width (x for ratios, "
+              "percentage points for %). n leaves out the prompts nothing was drafted on (a one-token answer: "
+              "SmolLM2 answers 43 of MT-Bench's 80 raw first turns so), so it can stay below the prompts asked; "
+              "'all asked run' counts them in.", "", n_reached(card, rows, plan).to_markdown(index=False), ""]
+    jobs = jobs.assign(template=np.where(jobs.chat_template, "chat", "raw"), done=jobs[["done", "asked"]].min(axis=1))
+    t = jobs.groupby(["part", "model", "template"]).agg(
+        asked=("asked", "sum"), done=("done", "sum"), references=("references", "sum"), taken=("core_h_taken", "sum"),
+        left=("core_h_left", "sum"), unknown=("core_h_left", lambda v: int(v.isna().sum()))).reset_index()
     t["prompt runs done / asked"] = [f"{d} / {a}" for d, a in zip(t.done, t.asked)]
+    t["AR references to run"] = t.references
     t["core-hours in the rows"] = t.taken.map(lambda v: f"{v:.1f}")
-    t["core-hours to go (est.)"] = [f"{v:.1f}" + (f" and {u} run(s) with no rows to cost it by" if u else "")
+    t["core-hours to go (est.)"] = [f"{v:.1f}" + (f", and {u} run(s) no row can cost" if u else "")
                                      for v, u in zip(t.left, t.unknown)]
     left = {p: jobs[jobs.part.eq(p)].core_h_left.sum() for p in (TAU, CLOCK)}
-    lines += ["What the plan asks, per part: prompt runs in the rows against those asked (AR's references for "
-              "prompts new to a cell counted as asked, none done), the core-hours the rows' own clocks took, and "
-              "an estimate of the rest from them (module goose.analysis.power).", "",
-              t[["part", "model", "template", "prompt runs done / asked", "core-hours in the rows",
-                 "core-hours to go (est.)"]].to_markdown(index=False), "",
-              f"In all {int(real.done.sum())} of {int(real.asked.sum())} planned prompt runs are in the rows; the "
-              f"rest needs about {left[TAU]:.0f} core-hours of tau sweeps (one core a run, any number side by side) "
-              f"and {left[CLOCK]:.0f} of the clock (on an idle machine, every core).", ""]
+    unknown = int(jobs.core_h_left.isna().sum())
+    keyed = _keyed(rows)
+    threads = keyed[keyed.timed].threads.median() if keyed.timed.any() else np.nan
+    wall = f" (its rows ran on {threads:g} threads: about {left[CLOCK] / threads:.0f} hours)" if threads > 1 else ""
+    lines += ["What the plan asks, per part: prompt runs in the rows against those asked, AR's references still to "
+              "run (one per prompt no configuration of the cell has run), the core-hours the rows' own clocks took, "
+              "and an estimate of the rest from them (goose.analysis.power says how).", "",
+              t[["part", "model", "template", "prompt runs done / asked", "AR references to run",
+                 "core-hours in the rows", "core-hours to go (est.)"]].to_markdown(index=False), "",
+              f"In all {int(t.done.sum())} of {int(t.asked.sum())} planned prompt runs are in the rows, and "
+              f"{int(t.references.sum())} AR references are to run; the rest needs about {left[TAU]:.0f} core-hours "
+              f"of tau sweeps (one core a run, any number side by side) and {left[CLOCK]:.0f} of the clock, on an "
+              f"idle machine with every core{wall}"
+              + (f"; {unknown} planned run(s) have no rows to cost them by, not counted." if unknown else "."), ""]
     return lines

@@ -54,7 +54,7 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
     lines = [
         "# Which of the paper's claims replicate", "",
         f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's); "
-        f"{_prompts(card)} (the section Power says against what the sweeps ask, and what the rest costs).", "",
+        f"{_prompts(card)} (the section Power: n and interval widths per claim, and what the rest costs).", "",
         *headline(card), "",
         f"Three readings of every claim, side by side: **{PROTOCOL}** (raw prompts at the paper's answer lengths, "
         f"as the paper ran them); **{LOOP_FREE}** (the same rows, each answer cut where it starts repeating itself: "

@@ -126,6 +126,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.write_plan and not args.sweep:
         ap.error("--write-plan takes the sweeps it plans: --sweep NAME, once per sweep")
+    if args.sweep and not args.write_plan:
+        ap.error("--sweep names the sweeps of a plan to write: give --write-plan DIR with it")
+    unknown = [n for n in args.sweep if not (EXPERIMENTS / f"{n}.yaml").is_file()]
+    if unknown:
+        known = ", ".join(sorted(p.stem for p in EXPERIMENTS.glob("claims*.yaml")))
+        ap.error(f"no sweep {', '.join(unknown)} in experiments/ (the claims sweeps: {known})")
     return args
 
 

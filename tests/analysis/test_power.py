@@ -50,12 +50,14 @@ def test_the_rest_costs_what_its_own_prompts_cost(tmp_path):
     put(tmp_path, "goose", [2.0], timed=(6.0, 2, 1))
     (tmp_path / CLAIMS_PLAN).write_text(PLAN)
     rows = load_rows(tmp_path)
-    plan = find_plan(rows)
+    plan, why = find_plan(rows)
+    assert why == ""
     assert plan.attrs["sweeps"] == "first second" and len(plan) == 4
     jobs = cost(rows, plan)
     chat = jobs[jobs.chat_template].set_index("method")
     assert chat.loc["pld", "done"] == 0 and chat.loc["pld", "core_h_left"] * 3600 == pytest.approx(80.0)
     assert chat.loc["ar (references)", "core_h_left"] * 3600 == pytest.approx(24.0)
+    assert chat.loc["ar (references)", "references"] == 2
     jobs = jobs[~jobs.chat_template].set_index(["method", "part"])
     assert jobs.loc[("goose", TAU), "done"] == 3 and jobs.loc[("pld", TAU), "done"] == 3
     assert jobs.loc[("goose", TAU), "core_h_left"] * 3600 == pytest.approx(40.0)
@@ -77,7 +79,7 @@ def test_each_comparison_is_held_to_what_its_sweeps_ask(tmp_path):
                                         "m,humaneval,branches-only,60,False,False,1,5\n")
     rows = load_rows(tmp_path)
     card = scorecard(rows_for("claims", rows))
-    t = n_reached(card, rows, find_plan(rows)).set_index(["claim", "reading"])
+    t = n_reached(card, rows, find_plan(rows)[0]).set_index(["claim", "reading"])
     two = t.loc[("2. non-degradation", "paper's protocol")]
     assert two["comparisons"] == 2 and two["n"] == "3" and two["prompts asked"] == "3-5"
     assert two["all asked run"] == "1 of 2"
@@ -91,6 +93,34 @@ def test_a_page_without_a_plan_says_what_it_cannot_know(tmp_path):
     assert f"no {CLAIMS_PLAN} beside the rows" in power and "--write-plan" in power
 
 
+@pytest.mark.parametrize("plan, why", [
+    ("model,benchmark,method\nm,humaneval,goose\n", "lacks the column(s) budget, chat_template"),
+    ("# sweeps: x\n" + PLAN.splitlines()[1] + "\n", "lists no job"),
+    (PLAN.replace(",5\n", ",thirty\n", 1), "not a whole number >= 0"),
+    (PLAN.replace(",5\n", ",-5\n", 1), "not a whole number >= 0"),
+    ("", "could not be read"),
+])
+def test_a_plan_that_is_not_one_gives_the_page_without_it(tmp_path, plan, why):
+    """A plan edited by hand into something else: the scorecard is still written, its Power section saying why
+    it read no plan (not a traceback, and no numbers from a half-read plan)."""
+    put(tmp_path, "goose", [10.0, 20.0, 30.0])
+    put(tmp_path, "pld", [40.0, 40.0, 40.0])
+    (tmp_path / CLAIMS_PLAN).write_text(plan)
+    text = make("claims", load_rows(tmp_path), tmp_path / "out")[0].read_text()
+    power = text.split("## Power")[1].split("\n## ")[0]
+    assert why in power and "--write-plan" in power
+
+
+def test_a_job_listed_twice_is_asked_once(tmp_path):
+    put(tmp_path, "goose", [10.0, 20.0, 30.0])
+    put(tmp_path, "pld", [40.0, 40.0, 40.0])
+    put(tmp_path, "goose", [2.0], timed=(6.0, 2, 1))
+    (tmp_path / CLAIMS_PLAN).write_text(PLAN + PLAN.split("\n", 2)[2])  # every job again
+    rows = load_rows(tmp_path)
+    jobs = cost(rows, find_plan(rows)[0])
+    assert len(jobs[jobs.method.ne("ar (references)")]) == 4 and jobs.asked.sum() == 5 + 5 + 2 + 2
+
+
 def test_the_plan_merges_a_sweeps_bases_and_keeps_the_largest_ask(tmp_path):
     """claims-local-chat-power inherits chat_template from claims-local-chat; claims-local-power-smollm2 grows
     claims-local's SmolLM2 jobs to 30 prompts, the ablations staying at 10."""
@@ -101,3 +131,16 @@ def test_the_plan_merges_a_sweeps_bases_and_keeps_the_largest_ask(tmp_path):
     assert plan.loc[("smollm2-135m", "humaneval", "goose"), "n_prompts"] == 30
     assert plan.loc[("smollm2-135m", "humaneval", "goose-no-bigram"), "n_prompts"] == 10
     assert plan.loc[("gemma3-270m", "humaneval", "goose"), "n_prompts"] == 10
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--write-plan", "x", "--sweep", "claims-locl"], "no sweep claims-locl in experiments/"),
+    (["--sweep", "claims-local"], "give --write-plan DIR with it"),
+    (["--write-plan", "x"], "--sweep NAME, once per sweep"),
+])
+def test_a_plan_asked_wrongly_is_refused_in_one_line(argv, said, capsys):
+    from goose.experiments.claims_plan import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and said in capsys.readouterr().err.splitlines()[-1]
