@@ -86,7 +86,7 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         "Per model, the counted comparisons over the five benchmarks that hold in each reading (paper's protocol "
         "· loop-free window · chat template; for the clock, that are faster than AR on this CPU), and those "
         "whose interval lies within the paper's range on its protocol; '-': nothing read.", "",
-        SUMMARY_START, glance(card).to_markdown(index=False), SUMMARY_END, "",
+        SUMMARY_START, glance(card).to_markdown(index=False), "", survivors(card), SUMMARY_END, "",
         "## Summary by reading", "",
         "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
         "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
@@ -147,6 +147,32 @@ def _repeats(part: pd.DataFrame, rows: pd.DataFrame) -> str:
     col = rows.loc[rows.config_hash.isin(hashes), "repeats"] if "repeats" in rows else pd.Series(dtype=object)
     seen = sorted({int(v) for v in pd.to_numeric(col, errors="coerce").fillna(1)})
     return "no rows" if not seen else f"{seen[0]} each" if len(seen) == 1 else f"{', '.join(map(str, seen))} by row"
+
+
+def survivors(card: pd.DataFrame) -> str:
+    """One sentence from the card: the claims that hold in most counted comparisons of every reading read, per
+    model, and those that hold so on the paper's protocol but not in another reading (the clock, a CPU reading,
+    is not among them)."""
+    counted = card[card.counted.astype(bool) & card.verdict.ne(NOT_LOSSLESS) & card.verdict.ne(CPU_READING)]
+    models = sorted(card.model.unique())
+    every, protocol_only = {}, {}
+    for claim in (c for c in CLAIMS if not c.gpu):
+        for m in models:
+            own = counted[(counted.claim == claim.number) & (counted.model == m)]
+            most = {r: (g.verdict == HOLDS).mean() > 0.5 for r, g in own.groupby("reading")}
+            if most and all(most.values()):
+                every.setdefault(claim, []).append(m)
+            elif most.get(PROTOCOL):
+                protocol_only.setdefault(claim, []).append(m)
+
+    def said(found: dict) -> str:
+        by: dict[str, list[str]] = {}  # the models' phrase -> its claims' numbers
+        for c, ms in found.items():
+            by.setdefault("both models" if len(ms) == len(models) > 1 else ", ".join(ms), []).append(str(c.number))
+        return ", ".join(f"{'claims' if len(cs) > 1 else 'claim'} {', '.join(cs)} ({on})" for on, cs in by.items())
+
+    return (f"Holding in most comparisons of every reading read: {said(every) or 'none'}; on the paper's protocol "
+            f"but not in every reading: {said(protocol_only) or 'none'}.")
 
 
 def headline(card: pd.DataFrame) -> list[str]:
