@@ -13,18 +13,16 @@ import time
 
 import torch
 
+from goose.core.waits import about, progress_bar, verify_seconds
 from goose.drafting.budget import (
     CostCurve,
     StoredProfile,
-    about,
     cached_profile,
     calmest,
     interpolate,
     monotone,
     profile_key,
-    progress_bar,
     round_spread,
-    verify_seconds,
     write_profile,
 )
 from goose.engine.backends import synchronize
