@@ -19,7 +19,7 @@ import itertools
 
 from goose.benchmarks.prompts import benchmark_config, load_prompts
 from goose.errors import GooseError
-from goose.experiments.claims_plan import DEFAULT_TAU, PARAMS_B, grid
+from goose.experiments.claims_plan import DEFAULT_TAU, PARAMS_B, experiment, grid
 from goose.paths import EXPERIMENTS
 
 # PROFILE=local: seconds per decoded token (the method's, and AR's where it is timed beside it) plus seconds per
@@ -65,7 +65,7 @@ def sweep_jobs(sweep: str) -> tuple[str, list[dict]]:
     path = EXPERIMENTS / f"{name}.yaml"
     if not path.is_file():
         raise GooseError(f"no sweep {name} (experiments/{name}.yaml)")
-    cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # max_new_tokens may name the benchmark's
+    cfg = OmegaConf.to_container(experiment(name), resolve=False)  # max_new_tokens may name the benchmark's
     fixed = {"n_prompts": cfg.get("n_prompts"), "max_new_tokens": cfg.get("max_new_tokens", 128),
              "turns": (cfg.get("benchmark") or {}).get("turns"),
              "speedup_reference": cfg.get("speedup_reference", "interleaved")}
