@@ -16,22 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from goose.running.loop import BONUS
+from goose.running.loop import BONUS, LOOP_SPAN, loop_start
 from goose.storage.result_files import OutputsFile
-
-SPAN = 32  # tokens: a repeat this long is a loop, not a phrase the answer reuses
-
-
-def loop_start(tokens: list[int], span: int = SPAN) -> int:
-    """The first position p whose tokens[p:p + span] already occurred starting at an earlier position; len(tokens)
-    where no span-long run repeats."""
-    seen: set[tuple[int, ...]] = set()
-    for p in range(len(tokens) - span + 1):
-        gram = tuple(tokens[p:p + span])
-        if gram in seen:
-            return p
-        seen.add(gram)
-    return len(tokens)
 
 
 def window_forwards(origins: list[str], length: int) -> int:
@@ -43,7 +29,7 @@ def window_forwards(origins: list[str], length: int) -> int:
     return inside.count(BONUS) + (0 if inside[-1] == BONUS else 1)
 
 
-def loop_free(rows: pd.DataFrame, span: int = SPAN) -> pd.DataFrame:
+def loop_free(rows: pd.DataFrame, span: int = LOOP_SPAN) -> pd.DataFrame:
     """The rows with new_tokens and steps over each answer's loop-free window (from the outputs record of its run
     folder), `loop_free_share` the window's share of the answer; the columns a window cannot be read on (drafted
     and accepted counts, wall times) blank. A row whose outputs record is missing is left out, with one line."""

@@ -93,8 +93,9 @@ class Batch:
     steps it as requests arrive. Times are seconds from the batch's making."""
 
     def __init__(self, engine: BatchEngine, stop_ids: frozenset[int] = frozenset(), sampling: Sampling | None = None,
-                 cost=None):
+                 cost=None, stop_at_loop: bool = False):
         self.engine, self.stop_ids, self.sampling, self.cost = engine, stop_ids, sampling, cost
+        self.stop_at_loop = stop_at_loop  # every request also ends at its first loop (goose.running.loop.LoopWatch)
         self.queue: deque[tuple[int, Request]] = deque()
         self.flights: list[Flight] = []  # row order: flights[r] is in row r
         self.calibration = Calibration()
@@ -165,7 +166,8 @@ class Batch:
             raise non_finite(f"the prefill forward of request {i} (row {e.row})", engine.dtype, e.row, []) from None
         stops = self.stop_ids if req.stop_ids is None else req.stop_ids
         return Flight(req.prompt, req.drafter, req.max_new_tokens, stops, pre, sampler, kind=Served, index=i,
-                      profile=engine.profile, admitted_s=admitted, first_token_s=self.now())
+                      profile=engine.profile, stop_at_loop=self.stop_at_loop, admitted_s=admitted,
+                      first_token_s=self.now())
 
     def _verify(self) -> list[tuple[int, Served, bool]]:
         engine, cost, flights = self.engine, self.cost, self.flights
@@ -218,14 +220,16 @@ class Batch:
 
 
 def decode_batch(engine: BatchEngine, requests: list[Request], stop_ids: frozenset[int] = frozenset(),
-                 sampling: Sampling | None = None, cost=None) -> tuple[list[Served], float]:
+                 sampling: Sampling | None = None, cost=None,
+                 stop_at_loop: bool = False) -> tuple[list[Served], float]:
     """Decode `requests`, up to `engine.rows` at once, in order of admission (the list's). `cost`: the cost
     surface budget=auto picks each step's widths from (drafts that carry gains), and which prompts to harvest
-    (`harvest_pays`). Returns the generations, in the requests' order, and the batch's wall time."""
+    (`harvest_pays`); `stop_at_loop`: each request also ends at its first loop. Returns the generations, in the
+    requests' order, and the batch's wall time."""
     if requests:  # the longest request's context and a wide draft, so no buffer grows mid-batch
         engine.reserve(max(len(r.prompt) + r.max_new_tokens for r in requests) + RESERVED_DRAFT)
     synchronize(engine.device)
-    batch = Batch(engine, stop_ids, sampling, cost)
+    batch = Batch(engine, stop_ids, sampling, cost, stop_at_loop)
     for i, req in enumerate(requests):
         batch.add(i, req)
     out: list[Served | None] = [None] * len(requests)

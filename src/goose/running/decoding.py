@@ -35,7 +35,7 @@ from goose.errors import GooseError
 from goose.models.loading import load_model, load_tokenizer, stop_ids
 from goose.models.reference import hf_reference
 from goose.running.inputs import Turn, build_input, check_budget, check_chat_template, token_room, turns_of
-from goose.running.loop import generate
+from goose.running.loop import generate, loop_stop
 from goose.running.registry import prepare_drafter
 from goose.running.rows import make_row
 from goose.running.spec import RunSpec
@@ -170,7 +170,8 @@ class SingleDecoding(Decoding):
                     ids = self.ids(history, t.text)
                     room = token_room(t.id, len(ids), self.engine.max_positions, spec.max_new_tokens)
                     if t.id in done:  # needed only for what follows it (a later turn, the drafter's memory): no row
-                        tokens = generate(self.engine, ids, self.drafter, room, self.stops, spec.sampling).tokens
+                        tokens = generate(self.engine, ids, self.drafter, room, self.stops, spec.sampling,
+                                          spec.stop_at_loop).tokens
                     else:
                         row, tokens = self.turn(t, ids, room, len(self.logged))
                         self.log(row)
@@ -188,6 +189,9 @@ class SingleDecoding(Decoding):
             # Comparing AR with itself proves nothing: check it against HF generate instead (under
             # sampling, HF's loop and cache with our noise added to its scores).
             m.reference = hf_reference(self.model, ids, room, self.stops, spec.sampling)
+            if spec.stop_at_loop:  # Hugging Face decodes on past the loop: its answer as far as ours goes
+                kept = loop_stop(m.reference["tokens"])
+                m.reference = {k: v[:kept] for k, v in m.reference.items()}
         return self.record(t, ids, m, room, self.drafter), m.gen.tokens
 
 
@@ -211,7 +215,7 @@ class BatchedDecoding(Decoding):
                  outputs: OutputsFile):
         super().__init__(spec, drafter, ident, run_dir, results, outputs)
         self.batch_timer = BatchTimer(self.batch, self.stops, spec.repeats, spec.speedup_reference, spec.sampling,
-                                      self.surface, spec.trace)
+                                      self.surface, spec.trace, spec.stop_at_loop)
 
     def prepare(self) -> str:
         """The batch engine over the same model; budget=auto: the cost surface up to N requests, the batch picks
@@ -225,7 +229,8 @@ class BatchedDecoding(Decoding):
         key = reference_key(self.spec, self.ident, ids, self.stops, self.env, room)
         ref = self.timer.refs.get(key)
         if ref is None or "margins" not in ref:
-            ref = reference_entry(generate(self.engine, ids, Drafter(), room, self.stops, self.spec.sampling))
+            ref = reference_entry(generate(self.engine, ids, Drafter(), room, self.stops, self.spec.sampling,
+                                           self.spec.stop_at_loop))
             self.timer.refs.put(key, ref)
         return key, ref
 

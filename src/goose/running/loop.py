@@ -17,6 +17,9 @@ from goose.engine.single import Engine
 from goose.errors import NonFiniteLogits
 
 BONUS = "bonus"
+LOOP_SPAN = 32  # tokens: a repeat this long is a loop, not a phrase the answer reuses
+# Why an answer ended (Generation.ended): a stop token, its length limit, or its first loop (stop_at_loop).
+STOPPED, CAPPED, LOOPED = "stop", "cap", "loop"
 
 
 @dataclass
@@ -38,6 +41,8 @@ class Generation:
     runners_up: list[list[int]] = field(default_factory=list)  # ... the best other tokens there (RANKS)
     gaps: list[list[float]] = field(default_factory=list)  # ... and the chosen token's score minus each one's
     first_token_s: float = 0.0  # seconds from the start to the first new token (the prefill's)
+    ended: str = ""  # STOPPED | CAPPED | LOOPED
+    loop_free: int = 0  # tokens before the answer's first loop (LoopWatch.start; all of them where none repeats)
 
     @property
     def ttft_s(self) -> float:
@@ -59,30 +64,82 @@ class Generation:
         return len(self.tokens) / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def commit(new: list[int], room: int, stop_ids: frozenset[int]) -> tuple[list[int], bool]:
-    """Cut `new` at the first stop token (kept) and at `room` tokens; say whether to stop."""
+class LoopWatch:
+    """Where an answer starts repeating itself, told its tokens one by one: the first position p whose next `span`
+    tokens already occurred, contiguously, starting at an earlier position of the same answer (`start`; None until
+    found). It is found when token p + span - 1 arrives, the same token for every lossless method."""
+
+    def __init__(self, span: int = LOOP_SPAN):
+        self.span, self.tokens, self.seen, self.start = span, [], set(), None
+
+    def push(self, token: int) -> bool:
+        """Add the answer's next token; whether it completes the answer's first repeated run."""
+        self.tokens.append(token)
+        p = len(self.tokens) - self.span
+        if self.start is not None or p < 0:
+            return False
+        gram = tuple(self.tokens[p:])
+        if gram in self.seen:
+            self.start = p
+            return True
+        self.seen.add(gram)
+        return False
+
+    @property
+    def loop_free(self) -> int:
+        """Tokens before the first loop: all of them while none is found."""
+        return len(self.tokens) if self.start is None else self.start
+
+
+def loop_start(tokens: list[int], span: int = LOOP_SPAN) -> int:
+    """The answer's loop-free length (`LoopWatch.loop_free` after all of `tokens`)."""
+    watch = LoopWatch(span)
+    for t in tokens:
+        watch.push(t)
+    return watch.loop_free
+
+
+def loop_stop(tokens: list[int], span: int = LOOP_SPAN) -> int:
+    """How many of `tokens` an answer that stops at its first loop keeps: up to the token that completes it."""
+    watch = LoopWatch(span)
+    for i, t in enumerate(tokens):
+        if watch.push(t):
+            return i + 1
+    return len(tokens)
+
+
+def commit(new: list[int], room: int, stop_ids: frozenset[int], watch: LoopWatch,
+           stop_at_loop: bool = False) -> tuple[list[int], str]:
+    """Cut `new` at the first stop token (kept), at `room` tokens and, with `stop_at_loop`, at the token that
+    completes the answer's first loop (kept); say why the answer ended ("" while it goes on)."""
     out = []
     for t in new[:room]:
         out.append(t)
+        looped = watch.push(t)  # every kept token is watched, a stop token too: the window counts it
         if t in stop_ids:
-            return out, True
-    return out, len(out) >= room
+            return out, STOPPED
+        if looped and stop_at_loop:
+            return out, LOOPED
+    return out, CAPPED if len(out) >= room else ""
 
 
 class Flight:
     """One request in flight: its drafter, its generation so far and its context. Made from its prefill (the first
     token committed, the drafter started); each verification then `advance`s it, until `done`; `finish` stops
-    the drafter. `profile`: time the drafter's work (Generation.draft_s)."""
+    the drafter. `profile`: time the drafter's work (Generation.draft_s). `stop_at_loop`: the answer also ends at
+    its first loop (LoopWatch)."""
 
     def __init__(self, prompt: list[int], drafter: Drafter, limit: int, stops: frozenset[int], prefill: Verification,
                  sampler: Sampler | None = None, kind: type[Generation] = Generation, index: int = 0,
-                 profile: bool = False, **times: float):
+                 profile: bool = False, stop_at_loop: bool = False, **times: float):
         self.drafter, self.limit, self.stops, self.sampler = drafter, limit, stops, sampler
         self.index, self.profile = index, profile  # index: the request's place in its batch
-        tokens, self.done = commit([prefill.bonus], limit, stops)
+        self.watch, self.stop_at_loop = LoopWatch(), stop_at_loop
+        tokens, ended = commit([prefill.bonus], limit, stops, self.watch, stop_at_loop)
+        self.done = bool(ended)
         n = len(tokens)
         self.gen = kind(tokens=tokens, steps=1, wall_s=0.0, origins=[BONUS] * n, margins=prefill.margins[:n],
-                        runners_up=prefill.runners_up[:n], gaps=prefill.gaps[:n], **times)
+                        runners_up=prefill.runners_up[:n], gaps=prefill.gaps[:n], ended=ended, **times)
         self.context = list(prompt) + tokens
         drafter.start(self.context, prefill)
 
@@ -102,7 +159,8 @@ class Flight:
         g.forward_s += res.forward_s
         g.overhead_s += res.overhead_s
         new = [draft.tokens[i] for i in res.path[1:]] + [res.bonus]
-        new, self.done = commit(new, self.limit - len(g.tokens), self.stops)
+        new, g.ended = commit(new, self.limit - len(g.tokens), self.stops, self.watch, self.stop_at_loop)
+        self.done = bool(g.ended)
         g.origins.extend([*(self.drafter.origins(res.path) if drafted else []), BONUS][: len(new)])
         g.margins.extend(res.margins[: len(new)])
         g.runners_up.extend(res.runners_up[: len(new)])
@@ -122,6 +180,7 @@ class Flight:
         """The request is done: the drafter stops (SuffixDecoding files its response) and gives its counters."""
         self.drafter.stop()
         self.gen.stats = self.drafter.stats()
+        self.gen.loop_free = self.watch.loop_free
         return self.gen
 
 
@@ -132,9 +191,11 @@ def generate(
     max_new_tokens: int,
     stop_ids: frozenset[int] = frozenset(),
     sampling: Sampling | None = None,
+    stop_at_loop: bool = False,
 ) -> Generation:
     """Speculative decoding of one prompt; returns exactly the tokens AR decoding returns: greedy, or
-    AR sampling with the same settings and seed (`sampling`, see goose.engine.sampling)."""
+    AR sampling with the same settings and seed (`sampling`, see goose.engine.sampling), ended where AR's would
+    end (`stop_at_loop`: also at the answer's first loop)."""
     synchronize(engine.device)
     t0 = time.perf_counter()
     caps = drafter.capabilities
@@ -146,7 +207,7 @@ def generate(
         raise
     # the bonus is a host int: the prefill has finished on any device
     f = Flight(prompt, drafter, max_new_tokens, stop_ids, pre, sampler, profile=engine.profile,
-               first_token_s=time.perf_counter() - t0)
+               stop_at_loop=stop_at_loop, first_token_s=time.perf_counter() - t0)
     while not f.done:
         draft = f.propose()
         try:

@@ -46,6 +46,8 @@ def make_row(spec, ident, turn, ids: list[int], m, env: dict, room: int, cost_fp
         "first_divergence": -1 if div is None else div,
         **verdict.columns(),
         "capped_at": room if room < spec.max_new_tokens else "",
+        "ended": gen.ended,
+        "loop_free_tokens": gen.loop_free,
         "speedup": _round(ar["wall_s"] / gen.wall_s, 4) if ar and gen.wall_s > 0 else "",
         "speedup_source": m.source,
         "speedup_stale": "",

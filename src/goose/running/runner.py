@@ -163,7 +163,7 @@ def run_single(spec: RunSpec, drafter: Drafter) -> None:
     stops = stop_ids(tok, model)
     ids = build_input(tok, [], text, spec.chat_template)
     check_length("prompt", len(ids), engine.max_positions, spec.max_new_tokens)
-    gen = generate(engine, ids, drafter, spec.max_new_tokens, stops, spec.sampling)
+    gen = generate(engine, ids, drafter, spec.max_new_tokens, stops, spec.sampling, spec.stop_at_loop)
     print(tok.decode(gen.tokens, skip_special_tokens=True))
     print(f"\n[{len(gen.tokens)} tokens, {gen.steps} forwards, tau {gen.tau:.2f}, {gen.tokens_per_s:.1f} tokens/s]")
 

@@ -176,6 +176,10 @@ class RunSpec:
     speedup_reference: str = setting(one_of("speedup_reference", ("interleaved", "cached", "none")),
                                      splits="method")
     chat_template: bool = setting(flag("chat_template"), reference=True, splits="benchmark", kind="bool")
+    # Off, it changes no hash, key or folder (the paper's protocol runs keep theirs); on, the answers are others.
+    stop_at_loop: bool = setting(flag("stop_at_loop"), hashed=lambda s: s.stop_at_loop,
+                                 reference=lambda s: s.stop_at_loop, splits="benchmark", kind="bool",
+                                 folder=lambda s: "loopstop" if s.stop_at_loop else "")
     profile: bool = setting(flag("profile"), splits="method", kind="bool")
     device: str = setting(text("device", null=False), row=False, reference=True, record=lambda s: s.torch_device.type)
     dtype: str = setting(text("dtype", null=False), row=False, reference=True,

@@ -124,12 +124,13 @@ class Timer:
         self.engine, self.stops, self.repeats, self.mode = engine, stops, spec.repeats, spec.speedup_reference
         self.cond, self.refs, self.timings, self.trace = cond, refs, timings, spec.trace
         self.sampling = spec.sampling  # AR, the reference, samples with the method's settings and seed
+        self.stop_at_loop = spec.stop_at_loop
         self.ar = Drafter()
 
     def _gen(self, ids: list[int], drafter: Drafter, n: int) -> Generation:
         if self.trace and drafter.capabilities.trace:
             drafter.enable_trace()  # keep the last repeat's steps only
-        return generate(self.engine, ids, drafter, n, self.stops, self.sampling)
+        return generate(self.engine, ids, drafter, n, self.stops, self.sampling, self.stop_at_loop)
 
     def _repeated(self, ids: list[int], drafter: Drafter, n: int) -> Generation:
         return combine([self._gen(ids, drafter, n) for _ in range(self.repeats)])
@@ -216,9 +217,9 @@ class BatchTimer:
     """Times a method's batches against batched AR over the same requests at the same concurrency."""
 
     def __init__(self, engine: BatchEngine, stops: frozenset[int], repeats: int, mode: str,
-                 sampling: Sampling | None, cost=None, trace: bool = False):
+                 sampling: Sampling | None, cost=None, trace: bool = False, stop_at_loop: bool = False):
         self.engine, self.stops, self.repeats, self.mode = engine, stops, repeats, mode
-        self.sampling, self.cost, self.trace = sampling, cost, trace
+        self.sampling, self.cost, self.trace, self.stop_at_loop = sampling, cost, trace, stop_at_loop
 
     def decode(self, items: list[tuple[list[int], int]], make: Callable[[], Drafter]) -> Pass:
         """One batch of `items` ((prompt ids, new-token limit), admitted in this order), a drafter from `make`
@@ -229,7 +230,7 @@ class BatchTimer:
                 if d.capabilities.trace:
                     d.enable_trace()
         gens, wall = decode_batch(self.engine, [Request(ids, d, n) for (ids, n), d in zip(items, drafters)],
-                                  self.stops, self.sampling, self.cost)
+                                  self.stops, self.sampling, self.cost, self.stop_at_loop)
         return Pass(gens, wall, drafters)
 
     def measure(self, items: list[tuple[list[int], int]], template: Drafter, turn: int = 0) -> BatchMeasurement:

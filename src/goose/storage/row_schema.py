@@ -59,6 +59,10 @@ COLUMNS: tuple[Column, ...] = (
     _c("ar_gap_at_divergence", "float", "AR's logit of its token minus its logit of this run's token there"),
     _c("equality_tolerance", "float", "the dtype's tolerance both gaps were held to"),
     _c("capped_at", "int", "the new-token limit where the model's context ends before max_new_tokens; blank else"),
+    _c("ended", "text", "why the answer ended: stop (a stop token), cap (its new-token limit) or loop (its first loop, "
+       "under stop_at_loop); blank: written before rows recorded it (2026-12-06)"),
+    _c("loop_free_tokens", "int", "tokens before the answer's first loop: the first position whose next 32 tokens "
+       "occurred earlier in the answer (new_tokens where none repeats); the same for every lossless method"),
     _c("speedup", "float", "ar_wall_s / wall_s; blank without an AR timing"),
     _c("speedup_source", "text", "interleaved | cached | self (the row is AR) | none"),
     _c("speedup_stale", "bool", "the AR timing was taken under other conditions: left out of every speedup"),
