@@ -55,3 +55,47 @@ def loop_free(rows: pd.DataFrame, span: int = LOOP_SPAN) -> pd.DataFrame:
         if c in windowed:
             windowed[c] = float("nan")
     return windowed
+
+
+# What makes a run stopped at its loop the twin of a full run: everything that decides the answer's window but
+# stop_at_loop (the method's settings as `selection.differences` reads them, so a column one side lacks is none).
+TWIN = ["model", "benchmark_name", "method", "budget", "memory", "trial", "concurrency", "temperature", "top_k",
+        "top_p", "seed", "chat_template", "max_new_tokens", "benchmark.turns", "prompts_fingerprint",
+        "model_fingerprint", "data_fingerprint", "dtype", "engine.backend", "settings"]
+
+
+def windows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every row's loop-free window (`loop_free`), a run stopped at its first loop (stop_at_loop) read as its full
+    twin: the same configuration but for the stop, so the same window on every prompt both ran. A stopped row takes
+    its twin's config hash and benchmark label (a twinless one: the label of the full runs of its benchmark, model
+    and template); on a prompt both ran the full run's row is kept. attrs["twins"]: (prompts both ran, of them
+    with an equal window: tokens and forwards), the check that a stop changes no window."""
+    from goose.analysis.selection import differences  # start-up time: selection reads the method registry
+
+    out = loop_free(rows)
+    stop = out.stop_at_loop.astype(bool) if "stop_at_loop" in out else pd.Series(False, index=out.index)
+    out.attrs["twins"] = (0, 0)
+    if not stop.any():
+        return out
+    out = out.assign(settings=[differences(r) or "" for _, r in out.iterrows()])
+    keys = [c for c in TWIN if c in out]
+    text = out[keys].map(lambda v: "" if pd.isna(v) else str(v)).agg("\x1f".join, axis=1)
+    full, stopped = out[~stop], out[stop].copy()
+    ranked = full.assign(key=text[~stop]).groupby(["key", "config_hash", "benchmark"], as_index=False).size()
+    ranked = ranked.sort_values(["key", "size", "config_hash"], ascending=[True, False, True])
+    twin = ranked.drop_duplicates("key").set_index("key")
+    labels = {k: g.benchmark.iloc[0] for k, g in full.sort_values("benchmark")
+              .groupby(["model", "benchmark_name", "chat_template"], sort=False)}
+    for i, key in text[stop].items():
+        if key in twin.index:
+            stopped.loc[i, ["config_hash", "benchmark"]] = twin.loc[key, ["config_hash", "benchmark"]].tolist()
+        else:
+            r = stopped.loc[i]
+            stopped.loc[i, "benchmark"] = labels.get((r.model, r.benchmark_name, r.chat_template), r.benchmark)
+    both = stopped.merge(full, on=["config_hash", "prompt_id"], suffixes=("", "_full"))
+    equal = int(((both.new_tokens == both.new_tokens_full) & (both.steps == both.steps_full)).sum())
+    stopped = stopped[~stopped.set_index(["config_hash", "prompt_id"]).index.isin(
+        full.set_index(["config_hash", "prompt_id"]).index)]
+    pooled = pd.concat([full, stopped.assign(stop_at_loop=False)]).drop(columns="settings")
+    pooled.attrs["twins"] = (len(both), equal)
+    return pooled

@@ -12,6 +12,8 @@ import pandas as pd
 from goose.analysis import power
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
 from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, glance, scorecard, summary
+from goose.analysis.loops import loop_free
+from goose.analysis.paper import CLAIMS_BUDGET, GOOSE
 from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
@@ -56,36 +58,31 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's); "
         f"{_prompts(card)} (the section Power: n and interval widths per claim, and what the rest costs).", "",
         *headline(card), "",
-        f"Three readings of every claim, side by side: **{PROTOCOL}** (raw prompts at the paper's answer lengths, "
-        f"as the paper ran them); **{LOOP_FREE}** (the same rows, each answer cut where it starts repeating itself: "
-        "the first position whose next 32 tokens already occurred earlier in the answer, tau counted over the "
-        "forwards that produced the tokens before it; the small models loop on raw prompts, and a loop flatters "
-        "every copying drafter; claims 1 and 4 have no window reading, as drafted tokens per forward are not "
-        f"recorded); **{CHAT}** (the models' chat templates, chat_template=true: answers end instead of looping). "
-        f"Each claim is read per model x benchmark: our effect with its {CONFIDENCE:.0%} bootstrap interval over "
-        "prompts (BCa, paired: both sides on the same prompts; n = prompts), against the paper's number. A prompt "
-        "on which no side drafted anything (typically a one-token answer, the prefill's end of text: an instruct "
-        "model given a raw prompt may answer nothing) is left out of n and counted under 'nothing drafted' where "
-        "there are any. "
-        "Two verdicts per comparison. Direction: **holds**, the interval lies on the claim's side of the paper's "
-        "threshold; **contradicted**, on the other side; **inconclusive**, it straddles the threshold (or n < "
-        f"{MIN_PROMPTS}: no interval). Size, where the paper gives a range (its source is cited under each claim): "
-        "**within** (the whole interval inside the paper's range), **above** or **below** it (the whole interval "
-        "past one end), **inconclusive** (it overlaps the range and reaches past it). A comparison the paper gives "
-        "no number for, or one that repeats another's configurations, is shown with a note and not counted; the "
-        f"clock is a GPU claim and a CPU gives a **{CPU_READING}**, never a verdict; **{NOT_LOSSLESS}**: some of "
-        "its rows are not AR's tokens, so it is not counted. Each of the paper's five benchmarks is read "
-        "once (at the paper's answer length with raw prompts where such rows exist), each method in its default "
-        "configuration (the last section lists the configurations read and those left out). 'vs no effect' "
-        "says where the interval lies "
-        "against no difference (1x or 0%), whatever the paper's size. Copied (answer / prompt): % of the tokens "
-        "the flattered method generated that were drafted copies of its own earlier answer / of the prompt "
-        "(4-grams): small models loop on long answers, which flatters every copying method. tau = tokens per "
-        "target forward, the prefill included.", "",
+        f"**How it is read.** The stand-ins loop on raw prompts: past its first loop an answer repeats itself, which "
+        "every copying drafter predicts perfectly. So the reading that answers the paper's question here is the "
+        f"**{LOOP_FREE}**: each answer up to the first position whose next 32 tokens already occurred earlier in it, "
+        "tau over the forwards that produced those tokens. Its prompts come from the protocol's runs and from runs "
+        f"stopped at that loop (stop_at_loop=true: every lossless method stops at the same token); {_twins(card)}. "
+        f"Beside it, the **{PROTOCOL}** on these looping models (raw prompts at the paper's answer lengths, loops "
+        f"included) and the **{CHAT}** through the same window ({_chat_answers(everything)}). Claims 1 and 4 have no "
+        "window reading: drafted tokens per forward are not recorded, and the clock is not per token.", "",
+        f"**Verdicts.** Per model x benchmark, our effect with its {CONFIDENCE:.0%} bootstrap interval over prompts "
+        "(BCa, paired; n = prompts; a prompt on which no side drafted anything is left out of n and counted under "
+        "'nothing drafted'). Direction: **holds** (the interval on the claim's side of the paper's threshold), "
+        f"**contradicted** (on the other side), **inconclusive** (it straddles it, or n < {MIN_PROMPTS}). Size, where "
+        "the paper gives a range: **within**, **above**, **below**, or **inconclusive** (it overlaps the range and "
+        "reaches past it). Not counted, with a note: a comparison the paper gives no number for, or one that repeats "
+        f"another's configurations; the clock is a GPU claim, a CPU gives a **{CPU_READING}**; **{NOT_LOSSLESS}**: "
+        "some rows are not AR's tokens. Claim 6 is claim 2's comparison against the stronger source read for size, "
+        "not a separate confirmation. Each benchmark is read once per reading, each method in its default "
+        "configuration (the last section lists what was read and left out). 'vs no effect': where the interval lies "
+        "against no difference. Copied (answer / prompt): % of the flattered method's tokens that were drafted "
+        "copies of its own earlier answer / of the prompt. tau = tokens per target forward, the prefill included.",
+        "",
         "## At a glance", "",
-        "Per model, the counted comparisons over the five benchmarks that hold in each reading (paper's protocol "
-        "· loop-free window · chat template; for the clock, that are faster than AR on this CPU), and those "
-        "whose interval lies within the paper's range on its protocol; '-': nothing read.", "",
+        "Per model, the counted comparisons over the five benchmarks that hold in each reading (loop-free window "
+        "· paper's protocol · chat template; for the clock, that are faster than AR on this CPU), and those whose "
+        "interval lies within the paper's range (loop-free window · paper's protocol); '-': nothing read.", "",
         SUMMARY_START, glance(card).to_markdown(index=False), "", survivors(card), SUMMARY_END, "",
         "## Summary by reading", "",
         "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
@@ -156,7 +153,7 @@ def survivors(card: pd.DataFrame) -> str:
     counted = card[card.counted.astype(bool) & card.verdict.ne(NOT_LOSSLESS) & card.verdict.ne(CPU_READING)]
     models = sorted(card.model.unique())
     every, protocol_only = {}, {}
-    for claim in (c for c in CLAIMS if not c.gpu):
+    for claim in (c for c in CLAIMS if not c.gpu and not c.restates):  # a restated claim confirms nothing new
         for m in models:
             own = counted[(counted.claim == claim.number) & (counted.model == m)]
             most = {r: (g.verdict == HOLDS).mean() > 0.5 for r, g in own.groupby("reading")}
@@ -172,7 +169,8 @@ def survivors(card: pd.DataFrame) -> str:
         return ", ".join(f"{'claims' if len(cs) > 1 else 'claim'} {', '.join(cs)} ({on})" for on, cs in by.items())
 
     return (f"Holding in most comparisons of every reading read: {said(every) or 'none'}; on the paper's protocol "
-            f"but not in every reading: {said(protocol_only) or 'none'}.")
+            f"but not in every reading: {said(protocol_only) or 'none'} (claim 6 restates claim 2 and is not counted "
+            "here).")
 
 
 def headline(card: pd.DataFrame) -> list[str]:
@@ -188,23 +186,48 @@ def headline(card: pd.DataFrame) -> list[str]:
             if not part.empty:
                 parts.append(f"{int((part.verdict == HOLDS).sum())} of {len(part)} {_SHORT[r]}")
         if parts:
-            per_claim.append(f"claim {claim.number} ({claim.name}) {', '.join(parts)}")
+            again = f", claim {claim.restates} read for size" if claim.restates else ""
+            per_claim.append(f"claim {claim.number} ({claim.name}{again}) {', '.join(parts)}")
     against = int((counted.verdict == CONTRADICTED).sum())
-    sized = counted[(counted.reading == PROTOCOL) & counted["size"].isin(["within", "above", "below", "inconclusive"])]
+    sized = counted[(counted.reading == LOOP_FREE) & counted["size"].isin(["within", "above", "below", "inconclusive"])]
     count = sized["size"].value_counts()
     missing = [r for r in READINGS if r not in read]
     return [
         "**On these stand-ins** (two small model families on a CPU), the counted comparisons that hold in direction: "
         f"{'; '.join(per_claim)} ({against} contradicted in all; the rest inconclusive). "
         f"**In size**, {int(count.get('within', 0))} of {len(sized)} comparisons with a cited range lie within "
-        f"the paper's on its protocol ({int(count.get('above', 0))} above it, {int(count.get('below', 0))} below, "
-        f"{int(count.get('inconclusive', 0))} inconclusive): the direction replicates far more often than the size. "
+        f"the paper's in the loop-free window ({int(count.get('above', 0))} above it, "
+        f"{int(count.get('below', 0))} below, {int(count.get('inconclusive', 0))} inconclusive). "
         "**Only a GPU run of the paper's models** can settle the clock (claim 4: 1.9-4.3x on a GPU; a CPU gives a "
         "reading) and whether the sizes hold at 7B-33B"
         + (f"; not read yet here: the {' and '.join(missing)} reading." if missing else ".")]
 
 
 _SHORT = {PROTOCOL: "on the protocol", LOOP_FREE: "loop-free", CHAT: "with the chat template"}
+
+
+def _twins(card: pd.DataFrame) -> str:
+    """What the card's windows say of stopped runs against full ones (analysis.loops.windows)."""
+    both, equal = card.attrs.get("twins", (0, 0))
+    if not both:
+        return "no prompt was run both stopped and whole yet, so no window of the one is checked against the other"
+    return (f"on the {both} prompt runs made both ways, {equal} windows are equal (tokens and forwards)"
+            + ("" if equal == both else f": {both - equal} differ, which a stop should never do"))
+
+
+def _chat_answers(rows: pd.DataFrame) -> str:
+    """How the GOOSE answers with the chat template end, from their rows and outputs records: at the length cap,
+    and with a loop (a 32-token run repeated)."""
+    chat = rows[rows.chat_template.astype(bool) & rows.method.eq(GOOSE) & rows.budget.eq(CLAIMS_BUDGET)]
+    if "stop_at_loop" in chat:
+        chat = chat[~chat.stop_at_loop.astype(bool)]
+    if chat.empty:
+        return "no chat-template rows yet"
+    win = loop_free(chat)
+    capped = int((chat.new_tokens >= chat.max_new_tokens).sum())
+    looped = int((win.loop_free_share < 1).sum())
+    return (f"they loop too: of {len(chat)} GOOSE answers with the template, {capped} ran to the length cap and "
+            f"{looped} of the {len(win)} with outputs records repeat a 32-token run")
 
 
 def _configurations(card: pd.DataFrame) -> list[str]:

@@ -32,7 +32,7 @@ def protocol(rows: pd.DataFrame, chat: bool = False) -> bool:
     length = cell_text(r.get("max_new_tokens", ""))
     same_length = bool(paper) and bool(length) and float(paper) == float(length)
     return same_length and bool(r.get("chat_template", False)) == chat and \
-        cell_text(r.get("benchmark.turns", "")) in ("", "1")
+        cell_text(r.get("benchmark.turns", "")) in ("", "1") and not bool(r.get("stop_at_loop", False))
 
 
 def labels(bench: pd.DataFrame, chat: bool = False) -> list[tuple[str, pd.DataFrame, str]]:

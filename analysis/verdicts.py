@@ -31,6 +31,7 @@ class Claim:
     unit: str = "%"  # "%": (ratio - 1) x 100; "x": the ratio
     flattered: str = ""  # the method whose copying flatters the claim: its copy split is shown beside it
     gpu: bool = False  # the paper's number is a GPU's clock: a CPU reads it, it cannot settle it
+    restates: int = 0  # the claim whose comparison this one reads again (for size): not a separate confirmation
 
     @property
     def none(self) -> float:

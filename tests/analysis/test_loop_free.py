@@ -6,7 +6,7 @@ import pytest
 
 from goose.analysis.claims import LOOP_FREE, PROTOCOL, scorecard
 from goose.analysis.load import load_rows
-from goose.analysis.loops import loop_start, window_forwards
+from goose.analysis.loops import loop_start, window_forwards, windows
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 
@@ -31,13 +31,14 @@ def test_the_window_counts_the_forwards_that_produced_it(origins, length, forwar
     assert window_forwards(origins, length) == forwards
 
 
-def _run(root, method, answers, config):
-    """One configuration's rows and outputs records: answers[i] = (tokens, origins)."""
+def _run(root, method, answers, config, first=0, **extra):
+    """One configuration's rows and outputs records: answers[i] = (tokens, origins) of prompt first + i."""
     folder = root / "m" / "humaneval" / method / config
     rows, outputs = ResultsFile(folder / "results.csv"), OutputsFile(folder / "outputs.jsonl")
-    for i, (tokens, origins) in enumerate(answers):
+    for i, (tokens, origins) in enumerate(answers, first):
         outputs.append(str(i), config, "p", tokens, [str(t) for t in tokens], origins)
-        rows.append({"model": "m", "benchmark": "humaneval", "method": method, "budget": "60", "prompt_id": str(i),
+        rows.append({**extra, "model": "m", "benchmark": "humaneval", "method": method, "budget": "60",
+                     "prompt_id": str(i),
                      "new_tokens": len(tokens), "steps": origins.count("bonus") + (origins[-1] != "bonus"),
                      "tau": 1.0, "wall_s": 1.0, "tokens_per_s": 1.0, "lossless": True, "equality": "exact",
                      "config_hash": config, "speedup_source": "none", "timed_at": "2026-12-03T10:00:00+0000",
@@ -62,3 +63,26 @@ def test_a_lead_made_in_the_loop_is_not_granted_by_the_window(tmp_path):
     assert whole.effect == pytest.approx((50 / 26 - 1) * 100)  # 100 tokens / 26 forwards against / 50
     window = card.loc[(LOOP_FREE, 3, "goose vs iso3")]
     assert window.effect == pytest.approx(0.0) and window.verdict != "holds"
+
+
+def test_runs_stopped_at_their_loop_add_prompts_to_the_window_and_none_to_the_protocol(tmp_path):
+    """GOOSE and Iso(3) ran whole on prompts 0-3 and stopped at the loop (stop_at_loop) on 2-7: the window reading
+    has 8 prompts of each, a stopped run read as its whole twin (prompts 2 and 3 both ways: equal windows, counted
+    once); the protocol reading keeps the 4 whole ones."""
+    fresh = list(range(100, 140))
+    whole = fresh + fresh[:40] + fresh[:20]
+    stopped = whole[:40 + 32]  # ends at the token that completes the loop's first 32-token repeat
+    head = ["bonus", "branch"] * 20
+    goose, iso = head + (["spine"] * 9 + ["bonus"]) * 6, head + ["branch", "bonus"] * 30
+    root = tmp_path / "r"
+    _run(root, "goose", [(whole, goose)] * 4, "goose-60")
+    _run(root, "iso3", [(whole, iso)] * 4, "iso3-60")
+    _run(root, "goose", [(stopped, goose[:72])] * 6, "goose-60-stop", first=2, stop_at_loop=True)
+    _run(root, "iso3", [(stopped, iso[:72])] * 6, "iso3-60-stop", first=2, stop_at_loop=True)
+    rows = load_rows(root)
+    w = windows(rows[rows.method == "goose"])
+    assert w.attrs["twins"] == (2, 2) and sorted(w.prompt_id) == [str(i) for i in range(8)]
+    assert set(w.config_hash) == {"goose-60"} and set(w.new_tokens) == {40} and set(w.steps) == {21}
+    card = scorecard(rows).set_index(["reading", "claim", "comparison"])
+    assert card.loc[(LOOP_FREE, 3, "goose vs iso3")].n == 8 and card.loc[(PROTOCOL, 3, "goose vs iso3")].n == 4
+    assert card.attrs["twins"] == (4, 4)  # GOOSE's 2 and Iso(3)'s 2
