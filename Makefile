@@ -221,7 +221,11 @@ CLAIMS_OUT_local = docs/results
 # SmolLM2's MT-Bench grown until 10 raw first turns are answered (it answers 43 of 80 with its end of text alone),
 # the chat reading (SmolLM2: Gemma's GGUF is the base model, without a chat template), then n grown to 30 (SmolLM2)
 # and 20 (Gemma) on the methods claims 1, 2, 3, 5 and 6 compare, and the chat reading's n grown to 30 (#60).
-CLAIMS_MORE_local = claims-local-smollm2-mt-bench claims-local-chat:parts claims-local-power-smollm2:parts \
+# First the loop-free reading's power (#69: answers stopped at their first loop, n = 60 SmolLM2 and 30 Gemma on the
+# methods claims 2, 3, 5, 6 compare, 30 for SmolLM2's ablations), the reading that answers the paper's question here.
+CLAIMS_MORE_local = claims-local-smollm2-mt-bench claims-local-loopfree:parts claims-local-loopfree-power:parts \
+  claims-local-loopfree-power-smollm2-mt-bench claims-local-loopfree-ablations:parts claims-local-loopfree-gemma:parts \
+  claims-local-chat:parts claims-local-power-smollm2:parts \
   claims-local-power-smollm2-mt-bench claims-local-power-gemma:parts claims-local-chat-power:parts
 # The clock grown to n = 10 prompts a cell, each timed twice (SmolLM2's MT-Bench: the 24 that hold 10 it answers).
 CLAIMS_SPEED_MORE_local = claims-speed-local-smollm2-mt-bench claims-speed-local-power \

@@ -17,13 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from goose.analysis.claims import WINDOWED
 from goose.paths import CLAIMS_PLAN
 
-KEY = ["model", "benchmark", "method", "budget", "chat_template", "timed"]
+KEY = ["model", "benchmark", "method", "budget", "chat_template", "timed", "stop_at_loop"]
 TAU, CLOCK = "tau (one core a run)", "clock (an idle machine)"
 
 
 PLAN_COLUMNS = [*KEY, "repeats", "n_prompts"]
+OPTIONAL = {"stop_at_loop": False}  # a plan written before the column: no job stopped at its loop
 
 
 def find_plan(rows: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
@@ -41,6 +43,7 @@ def find_plan(rows: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
         plan = pd.read_csv(io.StringIO(text), comment="#", dtype={"budget": str})
     except (ValueError, pd.errors.ParserError) as e:
         return None, f"{CLAIMS_PLAN} could not be read ({str(e).splitlines()[0]})"
+    plan = plan.assign(**{c: v for c, v in OPTIONAL.items() if c not in plan})
     lacks = [c for c in PLAN_COLUMNS if c not in plan]
     counts = pd.to_numeric(plan.n_prompts, errors="coerce") if "n_prompts" in plan else pd.Series(dtype=float)
     if lacks or plan.empty or counts.isna().any() or (counts < 0).any() or (counts % 1 != 0).any():
@@ -48,6 +51,7 @@ def find_plan(rows: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
                else "has an n_prompts that is not a whole number >= 0")
         return None, f"{CLAIMS_PLAN} {why}: rewrite it with goose.experiments.claims_plan --write-plan"
     plan = plan.assign(chat_template=plan.chat_template.astype(str).eq("True"), timed=plan.timed.astype(str).eq("True"),
+                       stop_at_loop=plan.stop_at_loop.astype(str).eq("True"),
                        budget=plan.budget.astype(str), repeats=pd.to_numeric(plan.repeats, errors="coerce")
                        .fillna(1).astype(int), n_prompts=counts.astype(int))
     plan = plan.groupby([*KEY, "repeats"], as_index=False, sort=False).n_prompts.max()
@@ -74,6 +78,7 @@ def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
         _number(r, "threads", 1)
     return r.assign(model=name.where(name.ne("") & name.ne("nan"), r.model), benchmark=r.benchmark_name,
                     chat_template=_column(r, "chat_template", False).astype(str).eq("True"),
+                    stop_at_loop=_column(r, "stop_at_loop", False).astype(str).eq("True"),
                     timed=~_column(r, "speedup_reference", "none").fillna("none").isin(["", "none"]),
                     repeats=repeats, ar_wall_s=ar_wall_s, threads=threads,
                     core_s=(r.wall_s + ar_wall_s) * repeats * threads)
@@ -81,7 +86,8 @@ def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _match(job, rows: pd.DataFrame) -> pd.DataFrame:
     same = (rows.model.eq(job.model) & rows.benchmark.eq(job.benchmark) & rows.method.eq(job.method)
-            & rows.chat_template.eq(job.chat_template) & rows.timed.eq(job.timed))
+            & rows.chat_template.eq(job.chat_template) & rows.timed.eq(job.timed)
+            & rows.stop_at_loop.eq(job.stop_at_loop))
     return rows[same & (rows.budget.eq(str(job.budget)) | rows.budget.eq("fixed"))]
 
 
@@ -103,8 +109,10 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
         biggest = own.groupby("config_hash").size()
         done = int(biggest.max()) if len(biggest) else 0
         other = _other_template(job, rows)
+        whole = _match(job._replace(stop_at_loop=False), rows) if job.stop_at_loop else other.iloc[0:0]
         per_prompt = (own.core_s.mean() if len(own)
                       else mine.core_s.mean() / mine.repeats.mean() * job.repeats if len(mine)
+                      else whole.core_s.mean() if len(whole)  # a stopped job with no rows yet: at most its whole twin's
                       else other.core_s.mean() if len(other) else np.nan)
         missing = max(0, int(job.n_prompts) - done)
         out.append({**{k: getattr(job, k) for k in KEY}, "repeats": job.repeats, "asked": int(job.n_prompts),
@@ -112,15 +120,17 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
                     "core_h_left": missing * per_prompt / 3600 if missing else 0.0,
                     "part": CLOCK if job.timed else TAU, "references": 0})
         if not job.timed:  # AR's references: one per prompt of the cell that no configuration has run yet
-            asked, ran = cells.get((job.model, job.benchmark, job.chat_template), (0, 0))
-            cells[job.model, job.benchmark, job.chat_template] = (max(asked, int(job.n_prompts)), max(ran, done))
-    for (model, bench, chat), (asked, ran) in cells.items():
+            cell = (job.model, job.benchmark, job.chat_template, job.stop_at_loop)  # a stop is another reference
+            asked, ran = cells.get(cell, (0, 0))
+            cells[cell] = (max(asked, int(job.n_prompts)), max(ran, done))
+    for (model, bench, chat, stop), (asked, ran) in cells.items():
         cell = rows[rows.model.eq(model) & rows.benchmark.eq(bench)]
+        cell = cell[cell.stop_at_loop.eq(stop)] if cell.stop_at_loop.eq(stop).any() else cell
         cell = cell[cell.chat_template.eq(chat)] if cell.chat_template.eq(chat).any() else cell
         if asked > ran:
             seconds = cell.new_tokens.mean() * ar_s[model] if model in ar_s and len(cell) else np.nan
             out.append({"model": model, "benchmark": bench, "method": "ar (references)", "chat_template": chat,
-                        "timed": False, "asked": 0, "done": 0, "core_h_taken": 0.0, "part": TAU,
+                        "timed": False, "stop_at_loop": stop, "asked": 0, "done": 0, "core_h_taken": 0.0, "part": TAU,
                         "references": asked - ran, "core_h_left": (asked - ran) * seconds / 3600})
     return pd.DataFrame(out)
 
@@ -135,24 +145,27 @@ def _fmt_width(values: pd.Series, unit: str) -> str:
 
 def _planned_n(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
     """Per comparison, the prompts its sweeps ask for: the fewest over its sides (a side's job: its read
-    configuration's model, benchmark, method, budget, template and timing, any repeats)."""
+    configuration's model, benchmark, method, budget, template and timing, any repeats; in a window reading, whole
+    or stopped at the loop, whichever asks more: analysis.loops.windows reads them as one)."""
     keyed = _keyed(rows).drop_duplicates("config_hash").set_index("config_hash")
     asked = plan.groupby(KEY).n_prompts.max()
 
-    def one(configs: str) -> float:
+    def one(configs: str, windowed: bool) -> float:
         ns = []
         for part in str(configs).split("; "):
             h = part.rsplit(" ", 1)[-1]
             if h not in keyed.index:
                 return np.nan
             r = keyed.loc[h]
-            hits = [asked.get((r.model, r.benchmark, r.method, b, r.chat_template, r.timed))
-                    for b in ([r.budget] if r.budget != "fixed" else sorted(set(plan.budget)))]
+            hits = [asked.get((r.model, r.benchmark, r.method, b, r.chat_template, r.timed, stop))
+                    for b in ([r.budget] if r.budget != "fixed" else sorted(set(plan.budget)))
+                    for stop in ((False, True) if windowed else (r.stop_at_loop,))]
             hits = [x for x in hits if x is not None]
             ns.append(max(hits) if hits else np.nan)
         return min(ns) if ns else np.nan
 
-    return card.configurations.map(one)
+    return pd.Series([one(c, reading in WINDOWED) for c, reading in zip(card.configurations, card.reading)],
+                     index=card.index, dtype=float)
 
 
 def n_reached(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame | None) -> pd.DataFrame:
@@ -174,6 +187,15 @@ def n_reached(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame | None)
     return pd.DataFrame(out)
 
 
+def _one_token(rows: pd.DataFrame) -> str:
+    """Where answers of one token (the prefill's, typically the end of text) are in the rows: per model x
+    benchmark, the raw prompts so answered (every lossless method gives the same answer: any row of a prompt says)."""
+    raw = rows[~rows.chat_template.astype(bool)].drop_duplicates(["model", "benchmark_name", "prompt_id"])
+    said = [f"{m} / {b}: {int((g.new_tokens <= 1).sum())} of {len(g)} raw prompts"
+            for (m, b), g in raw.groupby(["model", "benchmark_name"]) if (g.new_tokens <= 1).any()]
+    return "; ".join(said) if said else "none in these rows"
+
+
 def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     """The page's power section: n and widths per claim, then what the plan's missing prompts cost."""
     plan, why = find_plan(rows)
@@ -187,8 +209,9 @@ def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     lines += [f"Per claim, model and reading, the counted comparisons: their n, the prompts their sweeps ask for "
               f"({CLAIMS_PLAN}, of the sweeps {plan.attrs['sweeps']}), and their intervals' width (x for ratios, "
               "percentage points for %). n leaves out the prompts nothing was drafted on (a one-token answer: "
-              "SmolLM2 answers 43 of MT-Bench's 80 raw first turns so), so it can stay below the prompts asked; "
-              "'all asked run' counts them in.", "", n_reached(card, rows, plan).to_markdown(index=False), ""]
+              f"{_one_token(rows)}), so it can stay below the prompts asked; 'all asked run' counts them in. A window "
+              "reading's prompts come from whole runs and runs stopped at their loop alike, so its ask is the larger "
+              "of the two.", "", n_reached(card, rows, plan).to_markdown(index=False), ""]
     jobs = jobs.assign(template=np.where(jobs.chat_template, "chat", "raw"), done=jobs[["done", "asked"]].min(axis=1))
     t = jobs.groupby(["part", "model", "template"]).agg(
         asked=("asked", "sum"), done=("done", "sum"), references=("references", "sum"), taken=("core_h_taken", "sum"),

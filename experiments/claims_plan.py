@@ -44,11 +44,11 @@ def grid(name: str) -> list[dict]:
     params = {k: str(v).split(",") for k, v in cfg.hydra.sweeper.params.items()}
     fixed = {"n_prompts": cfg.get("n_prompts"), "timed": cfg.get("speedup_reference", "interleaved") != "none",
              "budget": str(cfg.get("budget", "60")), "chat_template": bool(cfg.get("chat_template", False)),
-             "repeats": int(cfg.get("repeats", 1))}
+             "repeats": int(cfg.get("repeats", 1)), "stop_at_loop": bool(cfg.get("stop_at_loop", False))}
     return [fixed | dict(zip(params, combo)) for combo in itertools.product(*params.values())]
 
 
-PLAN_KEY = ("model", "benchmark", "method", "budget", "chat_template", "timed", "repeats")
+PLAN_KEY = ("model", "benchmark", "method", "budget", "chat_template", "timed", "stop_at_loop", "repeats")
 
 
 def write_plan(sweeps: list[str], results: Path) -> Path:
