@@ -194,3 +194,26 @@ def test_batched_at_concurrency_4_and_sampled_return_ar_tokens(impl, tiny, promp
         for p in prompts:
             assert generate(engine, p, template, 32, sampling=s).tokens == \
                 generate(engine, p, Drafter(), 32, sampling=s).tokens, seed
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_restored_memory_drafts_what_the_saved_one_did(impl):
+    """Timed repeats restore the trie saved before a prompt: replaying the saved tails rebuilds it exactly."""
+    d = SGLangNgramDrafter(impl=impl)
+    ctx = [4, 5, 6, 7, 4, 5]
+
+    def step(context, bonus):
+        d.propose(context)
+        d.accepted(Verification(path=[0], bonus=bonus), context + [bonus])
+        return context + [bonus]
+
+    d.start(ctx, Verification(path=[0], bonus=5))
+    ctx = step(step(ctx, 6), 7)
+    saved = d.save_memory()
+    want = d.propose(ctx)
+    d.window = None
+    step(step(ctx, 9), 9)
+    d.restore_memory(saved)
+    d.start(ctx, Verification(path=[0], bonus=7))
+    got = d.propose(ctx)
+    assert (got.tokens, got.parents) == (want.tokens, want.parents) and len(want.tokens) > 1
