@@ -196,6 +196,21 @@ def _one_token(rows: pd.DataFrame) -> str:
     return "; ".join(said) if said else "none in these rows"
 
 
+def progress(rows: pd.DataFrame) -> str:
+    """One sentence: how far the planned sweeps have got (prompt runs in the rows of those asked, the runs stopped at
+    their loop apart) and the core-hours the rest needs; blank without a plan."""
+    plan, _ = find_plan(rows)
+    if plan is None:
+        return ""
+    jobs = cost(rows, plan)
+    jobs = jobs.assign(done=jobs[["done", "asked"]].min(axis=1))
+    stop = jobs.stop_at_loop.astype(bool)
+    left = jobs.core_h_left.sum()
+    return (f"How far the sweeps have got: {int(jobs.done.sum())} of {int(jobs.asked.sum())} planned prompt runs, "
+            f"of them {int(jobs.done[stop].sum())} of {int(jobs.asked[stop].sum())} stopped at their loop (the "
+            f"loop-free reading's); about {left:.0f} core-hours to go (section Power).")
+
+
 def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     """The page's power section: n and widths per claim, then what the plan's missing prompts cost."""
     plan, why = find_plan(rows)

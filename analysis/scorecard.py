@@ -83,7 +83,8 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         "Per model, the counted comparisons over the five benchmarks that hold in each reading (loop-free window "
         "· paper's protocol · chat template; for the clock, that are faster than AR on this CPU), and those whose "
         "interval lies within the paper's range (loop-free window · paper's protocol); '-': nothing read.", "",
-        SUMMARY_START, glance(card).to_markdown(index=False), "", survivors(card), SUMMARY_END, "",
+        SUMMARY_START, glance(card).to_markdown(index=False), "", survivors(card), "", power.progress(everything),
+        SUMMARY_END, "",
         "## Summary by reading", "",
         "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
         "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
