@@ -43,12 +43,13 @@ from goose.analysis.paper import (
     ISOTROPIC,
     PAPER_BENCHMARKS,
     PEERS,
+    PRODUCTION_PEERS,
     SINGLE_SOURCES,
     SOURCE_GAP_MEDIAN,
     SOURCE_GAP_RATIO,
     SYNERGY_GAIN_PCT,
 )
-from goose.analysis.selection import DEFAULT, configurations, identical, labels, not_read, paper_benchmarks, pick
+from goose.analysis.selection import DEFAULT, configurations, identical, labels, not_read, own_benchmarks, pick
 from goose.analysis.verdicts import (
     ABOVE,
     BELOW,
@@ -151,7 +152,10 @@ def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[Comparison]:
                                   note="" if paper else "not the paper's budget (B = 60)"))
         return out
     if n == 5:
-        return [Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau)) for p in PEERS]
+        return [Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau)) for p in PEERS] + [
+            Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau), counted=False,
+                       note="beyond the paper: a drafter a serving engine ships, not counted for the claim")
+            for p in PRODUCTION_PEERS]
     if n == 6:
         return [Comparison(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [GOOSE, *SINGLE_SOURCES],
                            [g, *(pick(cell, s) for s in SINGLE_SOURCES)], over_best(tau))]
@@ -235,7 +239,8 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     per reading, under one label (selection.labels); each side is its method's default configuration
     (selection.pick). `attrs["read"]` / `attrs["not read"]` list the configurations read and those no comparison
     read; `attrs["twins"]` the prompts a stopped and a full run both ran, and how many of their windows are equal."""
-    rows = paper_benchmarks(df)
+    own_benchmarks(df)  # read like the paper's, in direction only (_read)
+    rows = df
     # why: pandas keeps each text column in its own block, so every row selection below copied ~90 columns one by
     # one (most of the card's time); as plain objects they are one block, with the same values and missing cells
     rows = rows.astype({c: object for c in rows.select_dtypes("str").columns}).copy()  # copy: into few blocks
@@ -293,6 +298,9 @@ def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[
                 row = _compare(claim, model, bench, comparison, say)
                 if row is None:
                     continue
+                if bench not in PAPER_BENCHMARKS:  # a researcher's own prompts: a direction, no paper number
+                    row.update({"size": "", "counted": False, "note": "not one of the paper's five benchmarks: read "
+                                "in direction, no paper number to size against"})
                 configs += [{"model": model, "benchmark": row["benchmark"], **c} for c in row.pop("_configs")]
                 row.update({"read as": label_read if len(options) > 1 or label_read != bench else "",
                             "why this label": why_label if len(options) > 1 else "",

@@ -60,6 +60,9 @@ GAP_PAIRS = {  # (label, (method, source), (method, source)): context-matched fi
 PAPER_BENCHMARKS = ("humaneval", "mbpp", "classeval", "gsm8k", "mt_bench")  # the paper's five (its protocol)
 CLAIMS_BUDGET = "60"  # the paper's B: every tau claim compares configurations at this budget
 PEERS = ("pld", "tr", "lookahead", "rest")  # claim 5: GOOSE ahead of each in every cell
+# Beyond the paper: the training-free drafters serving engines ship (#70), shown beside claim 5, never counted for it.
+PRODUCTION_PEERS = ("sglang-ngram", "vllm-ngram", "llamacpp-ngram-mod", "llamacpp-ngram-simple")
+PRODUCTION_BESIDE = ("pld", "goose-suffix")  # shown beside them: the research PLD, GOOSE over SuffixDecoding
 ISOTROPIC = TABLE1[1]
 GAP_PAIR = ("pld", "tr")  # claim 1: context-matched (PLD) vs adjacency (TR) acceptance per drafted token
 SOURCE_GAP_MEDIAN = 6  # the paper's median ratio (range SOURCE_GAP_RATIO)

@@ -298,14 +298,20 @@ def test_a_benchmark_read_under_several_labels_is_one_benchmark(tmp_path, capsys
     assert "humaneval [max_new_tokens=512]" in text.split("## 1.")[1].split("## 2.")[0]
 
 
-def test_a_benchmark_outside_the_papers_five_is_not_counted(tmp_path, capsys):
+def test_a_benchmark_outside_the_papers_five_is_read_in_direction_and_not_counted(tmp_path, capsys):
+    """A researcher's own prompts (benchmark=jsonl): each claim read in direction, no size (the paper has no number
+    for them), not counted in the summary."""
     root = tmp_path / "r"
     for bench in ("humaneval", "jsonl"):
         _rows(root, "pld", [40, 40, 40], bench=bench, accepted=[30, 20, 10], drafted=[100, 100, 100])
         _rows(root, "tr", [40, 40, 40], bench=bench, accepted=[10, 10, 10], drafted=[500, 500, 500])
     c = card(root)
-    assert set(c.benchmark) == {"humaneval"}
-    assert "left out jsonl: not one of the paper's five benchmarks" in capsys.readouterr().out
+    assert set(c.benchmark) == {"humaneval", "jsonl"}
+    own = c[c.benchmark == "jsonl"]
+    assert not own.counted.any() and set(own["size"]) == {""} and set(own.verdict) <= {"holds", "inconclusive",
+                                                                                       "contradicted"}
+    assert own.note.str.startswith("not one of the paper's five benchmarks").all()
+    assert "jsonl: not one of the paper's five benchmarks" in capsys.readouterr().out
 
 
 def test_the_claims_read_the_default_configuration_and_name_it(tmp_path, capsys):
