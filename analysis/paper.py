@@ -16,6 +16,7 @@ ABLATION_DELTA_PCT = {
     "goose-no-continuation": -4.4,
     "goose-no-prefill-harvest": None,
 }
+BYPASS_ABLATION = "goose-no-bypass"  # the one that raises tau on the stand-ins (docs/results/bypass.md)
 # Synergy: the spine tree's tau over the best single-source method, percent (paper's aggregate claim).
 SYNERGY_GAIN_PCT = (16, 45)
 # Source gap: context-matched tokens are accepted this many times as often as adjacency guesses.

@@ -13,7 +13,7 @@ from goose.analysis import power
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
 from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, glance, scorecard, summary
 from goose.analysis.loops import loop_free
-from goose.analysis.paper import ABLATION_DELTA_PCT, CLAIMS_BUDGET, GOOSE
+from goose.analysis.paper import ABLATION_DELTA_PCT, BYPASS_ABLATION, CLAIMS_BUDGET, GOOSE
 from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
@@ -136,12 +136,12 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
 
 def _bypass(part: pd.DataFrame) -> str:
     """Claim 7's note on the bypass: its ablation's range per reading, from the card, and where the why is."""
-    own = part[part.comparison.str.startswith("goose-no-bypass vs")]
+    own = part[part.comparison.str.startswith(f"{BYPASS_ABLATION} vs")]
     ranges = [f"{own[own.reading == r].effect.min():+.1f}% to {own[own.reading == r].effect.max():+.1f}% {r}"
               for r in (LOOP_FREE, PROTOCOL) if (own.reading == r).any()]
     if not ranges:
         return "No bypass ablation read yet."
-    paper = ABLATION_DELTA_PCT.get("goose-no-bypass")
+    paper = ABLATION_DELTA_PCT.get(BYPASS_ABLATION)
     said = f" (the paper: {paper:+.1f}% on Qwen3-8B)" if paper is not None else ""
     return (f"Switching the bypass off against GOOSE: {'; '.join(ranges)}{said}. Why it "
             "raises tau on these stand-ins, and the one difference from the official code at full confidence: "
