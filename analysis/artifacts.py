@@ -125,6 +125,13 @@ SCORECARDS = {
 }
 REGISTRY = {**TABLE_ARTIFACTS, **FIGURE_ARTIFACTS, **SCORECARDS}
 ARTIFACTS = list(REGISTRY)
+ARTIFACTS_FOLDER = "artifacts"  # a results folder's tables and figures: <results>/artifacts unless told otherwise
+
+
+def artifacts_of(results: str | Path) -> Path:
+    """Where the artifacts of a results folder go when no --out (reproduce) or GOOSE_ARTIFACTS (the notebook) says:
+    <results>/artifacts, beside the run folders (the rows' reader reads results.csv files only)."""
+    return Path(results) / ARTIFACTS_FOLDER
 
 
 def rows_for(name: str, df: pd.DataFrame, budget: str | int | None = None, concurrency: int | None = None

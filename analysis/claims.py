@@ -51,14 +51,8 @@ from goose.analysis.paper import (
 )
 from goose.analysis.selection import DEFAULT, configurations, identical, labels, not_read, own_benchmarks, pick
 from goose.analysis.verdicts import (
-    ABOVE,
-    BELOW,
-    CONTRADICTED,
     CPU_READING,
-    HOLDS,
-    INCONCLUSIVE,
     NOT_LOSSLESS,
-    WITHIN,
     Claim,
     against_none,
     direction,
@@ -246,13 +240,14 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     rows = rows.astype({c: object for c in rows.select_dtypes("str").columns}).copy()  # copy: into few blocks
     chat = rows.chat_template.astype(bool)
     stopped = rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
-    cards, configs, cells, twins = [], [], [], [0, 0]
+    cards, configs, cells, twins, stale = [], [], [], [0, 0], {}
     for reading in READINGS:
         source = rows[~stopped] if reading == PROTOCOL else rows[chat if reading == CHAT else ~chat]
         if reading in WINDOWED and not source.empty:
             source = windows(source)
             twins = [a + b for a, b in zip(twins, source.attrs["twins"])]
-        out, read, its_cells = _read(source, reading)
+        out, read, its_cells, its_stale = _read(source, reading)
+        stale |= {(reading, m): n for m, n in its_stale.items() if n}
         cards.append(pd.DataFrame(out).assign(reading=reading) if out else pd.DataFrame())
         configs += read
         cells += its_cells
@@ -262,6 +257,7 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     card = pd.concat([c for c in cards if not c.empty], ignore_index=True)
     card.attrs["read"] = pd.DataFrame(configs).drop_duplicates(ignore_index=True)
     card.attrs["twins"] = tuple(twins)
+    card.attrs["stale timing"] = stale  # (reading, model) -> timed rows left out where the clock read nothing
     hashes = set(card.attrs["read"].config)
     skipped = [s for s in (not_read(c, hashes) for c in cells) if not s.empty]
     card.attrs["not read"] = pd.concat(skipped or [pd.DataFrame()], ignore_index=True).drop_duplicates()
@@ -271,9 +267,15 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     return card
 
 
-def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[pd.DataFrame]]:
-    """One reading's comparisons: (scorecard rows, configurations read, the benchmark labels it looked at)."""
-    out, configs, cells = [], [], []
+def _stale(cell: pd.DataFrame) -> int:
+    """GOOSE's rows at the claims' budget whose AR timing is stale: left out of the clock (claim 4)."""
+    return int(((cell.method == GOOSE) & (cell.budget == CLAIMS_BUDGET) & cell.speedup_stale.eq(True)).sum())
+
+
+def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[pd.DataFrame], dict[str, int]]:
+    """One reading's comparisons: (scorecard rows, configurations read, the benchmark labels it looked at, per
+    model the stale timed rows of the cells whose clock had nothing else)."""
+    out, configs, cells, stale = [], [], [], {}
     say = reading == PROTOCOL  # what is left out is said once, on the paper's protocol
     for (model, bench), rows in df.groupby(["model", "benchmark_name"], sort=True):
         options = labels(rows, chat=reading == CHAT)
@@ -293,6 +295,8 @@ def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[
                 if chosen is None:
                     first = tried[0][1][k]
                     missing |= {m for m, s in zip(first.names, first.sides) if s.empty}
+                    if claim.gpu and first.counted:
+                        stale[model] = stale.get(model, 0) + max(_stale(cell) for _, cell, _ in options)
                     continue
                 label_read, why_label, comparison = chosen
                 row = _compare(claim, model, bench, comparison, say)
@@ -309,7 +313,7 @@ def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[
         if missing and say:
             print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows of its default "
                   f"configuration at the claims' budget: {', '.join(sorted(missing))}")
-    return out, configs, cells
+    return out, configs, cells, stale
 
 
 def _compare(claim: Claim, model: str, bench: str, c: Comparison, say: bool = True) -> dict | None:
@@ -349,83 +353,3 @@ def _compare(claim: Claim, model: str, bench: str, c: Comparison, say: bool = Tr
                     "GOOSE ms/forward": 1e3 * s.wall_s.sum() / s.steps.sum(),
                     "nodes/forward": (s.mean_width * (s.steps - 1)).sum() / max(1, (s.steps - 1).sum())})
     return row
-
-
-def _tally(part: pd.DataFrame, column: str, kinds: tuple[str, ...]) -> str:
-    return " / ".join(str(int((part[column] == k).sum())) for k in kinds)
-
-
-def summary(card: pd.DataFrame) -> pd.DataFrame:
-    """Per claim (every one, read or not), reading and model, over the paper's five benchmarks: of its counted
-    comparisons, how many hold / are inconclusive / are contradicted (direction), and how many lie within / above /
-    below the paper's range or are inconclusive (size, where the paper gives one). A cell read on fewer than the
-    five says on how many; comparisons whose rows were not all lossless are counted apart; the clock, a GPU claim
-    read on a CPU, is reported as a reading, never as a verdict."""
-    card = card if "reading" in card else card.assign(reading=PROTOCOL)
-    models = sorted(card.model.unique())
-    rows = []
-    for claim in CLAIMS:
-        for reading in READINGS:
-            row = {"claim": f"{claim.number}. {claim.name}", "reading": reading, "paper": claim.paper}
-            for m in models:
-                part = card[(card.claim == claim.number) & (card.model == m) & (card.reading == reading)]
-                row[m], row[f"{m} size"] = _cell(claim, part, reading)
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def glance(card: pd.DataFrame) -> pd.DataFrame:
-    """The summary at a glance (the README's): per claim and model, the counted comparisons that hold in each
-    reading (loop-free window · paper's protocol · chat template), and those within the paper's range in the
-    loop-free window (the protocol's beside it); "-" where a reading has none (not run, or no window reading).
-    Claim 6 is claim 2's comparison against the stronger source, read for size: its row says so."""
-    models = sorted(card.model.unique())
-    counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
-    rows = []
-    for claim in CLAIMS:
-        name = f"{claim.number}. {claim.name}" + (f" (= claim {claim.restates}, read for size)" if claim.restates
-                                                  else "")
-        row = {"claim": name, "paper": claim.paper}
-        for m in models:
-            own = counted[(counted.claim == claim.number) & (counted.model == m)]
-            fractions = []
-            for reading in READINGS:
-                part = own[own.reading == reading]
-                cpu = part.verdict == CPU_READING
-                good = (cpu & part["vs no effect"].isin(["above", "at or above"])) | (part.verdict == HOLDS)
-                fractions.append(f"{int(good.sum())}/{len(part)}" if len(part) else "-")
-            within = []
-            for reading in (LOOP_FREE, PROTOCOL):
-                part = own[own.reading == reading]
-                ok = part["size"].str.endswith(WITHIN) if "size" in part else part.claim.eq(-1)
-                within.append(f"{int(ok.sum())}/{len(part)}" if claim.size and len(part) else "-")
-            row[f"{m}: holds"] = ("CPU, faster: " if claim.gpu else "") + " · ".join(fractions)
-            row[f"{m}: size within"] = " · ".join(within)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _cell(claim: Claim, part: pd.DataFrame, reading: str) -> tuple[str, str]:
-    """One model's summary of one claim in one reading: (direction, size)."""
-    if reading in WINDOWED and claim.number in NO_WINDOW:
-        return "no window reading", ""
-    if "counted" in part:
-        part = part[part.counted.astype(bool)]
-    if part.empty:
-        return ("no chat-template rows (a base model has no template)" if reading == CHAT else "not run"), ""
-    k = part.benchmark.nunique()
-    lossy = part[part.verdict == NOT_LOSSLESS]
-    part = part[part.verdict != NOT_LOSSLESS]
-    if claim.gpu and not part.verdict.isin([HOLDS, INCONCLUSIVE, CONTRADICTED]).any():  # timed on a CPU
-        faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
-        verdict = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
-        sized = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
-    else:
-        verdict = _tally(part, "verdict", (HOLDS, INCONCLUSIVE, CONTRADICTED))
-        sized = (_tally(part, "size", (WITHIN, ABOVE, BELOW, INCONCLUSIVE)) if claim.size and "size" in part
-                 else "no size in the paper")
-    if len(lossy):
-        verdict += f" (+{len(lossy)} not lossless, not counted)"
-    if k < len(PAPER_BENCHMARKS):
-        verdict += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
-    return verdict, sized

@@ -14,6 +14,16 @@ def _cells(t: pd.DataFrame) -> list[str]:
     return [f"{m}\n{b}" for m, b in zip(t.model, t.benchmark)]
 
 
+def lacking_speedup(rows: pd.DataFrame) -> str:
+    """What rows without a measured speedup lack, in words: no AR timing asked for (speedup_source none), or one
+    taken under other conditions (the row's speedup_stale)."""
+    untimed = int(rows.speedup_source.astype(str).eq("none").sum()) if "speedup_source" in rows else 0
+    other = int(rows.speedup_stale.eq(True).sum()) if "speedup_stale" in rows else 0
+    said = [f"{untimed} rows speedup_reference=none: tau only" if untimed else "",
+            f"{other} rows' AR timing stale, left out" if other else ""]
+    return "; ".join(s for s in said if s) or "no AR timing"
+
+
 def plot_figure1(df: pd.DataFrame):
     """Per-source acceptance: context-matched spine vs adjacency branches, per model x benchmark."""
     t = by(df[df.method == GOOSE], ["model", "benchmark"])
@@ -43,9 +53,13 @@ def plot_figure1(df: pd.DataFrame):
 
 def plot_figure4(df: pd.DataFrame):
     """GOOSE's wall-clock speedup over AR per model x benchmark (and its tau)."""
-    t = by(df[df.method == GOOSE], ["model", "benchmark"])
-    if t.empty or t.speedup.isna().all():
-        raise SystemExit(f"figure4: no {GOOSE} rows with a measured speedup; run `make reproduce-figure4`")
+    rows = df[df.method == GOOSE]
+    t = by(rows, ["model", "benchmark"])
+    if t.empty:
+        raise SystemExit(f"figure4: no {GOOSE} rows; run `make reproduce-figure4`")
+    if t.speedup.isna().all():
+        raise SystemExit(f"figure4: these {GOOSE} rows have no speedup ({lacking_speedup(rows)}); time them with "
+                         "speedup_reference=interleaved, or run `make reproduce-figure4`")
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(t) + 2), 5.5))
     bars = ax.bar(range(len(t)), t.speedup, color="#2ca02c", label="GOOSE speedup (this run)")
     ax.axhspan(*FIGURE4_RANGE, color="grey", alpha=0.15, label=f"paper: {FIGURE4_RANGE[0]}-{FIGURE4_RANGE[1]}x (GPU)")

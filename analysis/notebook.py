@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from goose.analysis.artifacts import make, short_reason
+from goose.analysis.artifacts import artifacts_of, make, short_reason
 from goose.analysis.load import load_rows
 from goose.paths import REPO_ROOT
 
@@ -59,13 +59,12 @@ def results_folder(value: str | None = None) -> Path:
 
 def artifacts_folder(results: Path, value: str | None = None) -> Path:
     """Where the notebook writes its tables and figures: GOOSE_ARTIFACTS (relative: from the user's working
-    directory), else results/artifacts/<the results folder's name> in the checkout (ignored by git), never inside
-    the results folder itself (the committed rows stay as they are)."""
+    directory), else <results>/artifacts, where `reproduce` writes them too (goose.analysis.artifacts.artifacts_of;
+    for the committed results/claims-local a folder git ignores: the rows stay as they are)."""
     if value:
         path = Path(value).expanduser()
         return path if path.is_absolute() else _bases()[0] / path
-    root = repo_root() or _bases()[0]
-    return root / "results" / "artifacts" / results.name
+    return artifacts_of(results)
 
 
 def load(results: Path) -> pd.DataFrame:

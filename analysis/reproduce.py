@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from goose.analysis.artifacts import ARTIFACTS, load_rows, make, short_reason
+from goose.analysis.artifacts import ARTIFACTS, artifacts_of, load_rows, make, short_reason
 from goose.analysis.question_diff import CANNOT_COMPARE, CannotCompare, compare
 from goose.analysis.scorecard import check_readme, sync_readme
 from goose.running.tracking import Tracker
@@ -28,7 +28,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--a", help="equality: the first run folder")
     ap.add_argument("--b", help="equality: the second run folder")
     ap.add_argument("--results", default="results")
-    ap.add_argument("--out", default="results/artifacts")
+    ap.add_argument("--out", default=None, help="where the tables and figures go (default: RESULTS/artifacts)")
     ap.add_argument("--budget", default=None, help="the budget an artifact that reads one budget reads (default: the "
                     "one the rows have; of several, the paper's 60)")
     ap.add_argument("--concurrency", type=int, default=None, help="the concurrency an artifact that reads one "
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
             _refuse(str(e.code))
     df = load_rows(args.results)
     names = ARTIFACTS if "all" in args.artifacts else args.artifacts
-    out = Path(args.out)
+    out = Path(args.out) if args.out else artifacts_of(args.results)
     out.mkdir(parents=True, exist_ok=True)
     tracker = Tracker(args.wandb, args.wandb_project, name=f"analysis-{'-'.join(names)}", group="analysis",
                       config={"results": str(Path(args.results).resolve()), "artifacts": list(names)}, run_dir=out)

@@ -11,14 +11,99 @@ import pandas as pd
 
 from goose.analysis import power
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
-from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, glance, scorecard, summary
+from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, NO_WINDOW, PROTOCOL, READINGS, WINDOWED, Claim, scorecard
 from goose.analysis.loops import loop_free
-from goose.analysis.paper import ABLATION_DELTA_PCT, BYPASS_ABLATION, CLAIMS_BUDGET, GOOSE
-from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
+from goose.analysis.paper import ABLATION_DELTA_PCT, BYPASS_ABLATION, CLAIMS_BUDGET, GOOSE, PAPER_BENCHMARKS
+from goose.analysis.verdicts import ABOVE, BELOW, CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS, WITHIN
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
            NOT_LOSSLESS: "#8c8c8c"}
 SUMMARY_START, SUMMARY_END = "<!-- summary -->", "<!-- /summary -->"
+
+
+# --- the card in words: per claim, reading and model -------------------------------------------------------
+def _tally(part: pd.DataFrame, column: str, kinds: tuple[str, ...]) -> str:
+    return " / ".join(str(int((part[column] == k).sum())) for k in kinds)
+
+
+def summary(card: pd.DataFrame) -> pd.DataFrame:
+    """Per claim (every one, read or not), reading and model, over the paper's five benchmarks: of its counted
+    comparisons, how many hold / are inconclusive / are contradicted (direction), and how many lie within / above /
+    below the paper's range or are inconclusive (size, where the paper gives one). A cell read on fewer than the
+    five says on how many; comparisons whose rows were not all lossless are counted apart; the clock, a GPU claim
+    read on a CPU, is reported as a reading, never as a verdict."""
+    stale = card.attrs.get("stale timing", {})
+    card = card if "reading" in card else card.assign(reading=PROTOCOL)
+    models = sorted(card.model.unique())
+    rows = []
+    for claim in CLAIMS:
+        for reading in READINGS:
+            row = {"claim": f"{claim.number}. {claim.name}", "reading": reading, "paper": claim.paper}
+            for m in models:
+                part = card[(card.claim == claim.number) & (card.model == m) & (card.reading == reading)]
+                row[m], row[f"{m} size"] = _cell(claim, part, reading, stale.get((reading, m), 0))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def glance(card: pd.DataFrame) -> pd.DataFrame:
+    """The summary at a glance (the README's): per claim and model, the counted comparisons that hold in each
+    reading (loop-free window · paper's protocol · chat template), and those within the paper's range in the
+    loop-free window (the protocol's beside it); "-" where a reading has none (not run, or no window reading).
+    Claim 6 is claim 2's comparison against the stronger source, read for size: its row says so."""
+    models = sorted(card.model.unique())
+    counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
+    rows = []
+    for claim in CLAIMS:
+        name = f"{claim.number}. {claim.name}" + (f" (= claim {claim.restates}, read for size)" if claim.restates
+                                                  else "")
+        row = {"claim": name, "paper": claim.paper}
+        for m in models:
+            own = counted[(counted.claim == claim.number) & (counted.model == m)]
+            fractions = []
+            for reading in READINGS:
+                part = own[own.reading == reading]
+                cpu = part.verdict == CPU_READING
+                good = (cpu & part["vs no effect"].isin(["above", "at or above"])) | (part.verdict == HOLDS)
+                fractions.append(f"{int(good.sum())}/{len(part)}" if len(part) else "-")
+            within = []
+            for reading in (LOOP_FREE, PROTOCOL):
+                part = own[own.reading == reading]
+                ok = part["size"].str.endswith(WITHIN) if "size" in part else part.claim.eq(-1)
+                within.append(f"{int(ok.sum())}/{len(part)}" if claim.size and len(part) else "-")
+            row[f"{m}: holds"] = ("CPU, faster: " if claim.gpu else "") + " · ".join(fractions)
+            row[f"{m}: size within"] = " · ".join(within)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0) -> tuple[str, str]:
+    """One model's summary of one claim in one reading: (direction, size); the clock's timed rows all stale (`stale`
+    of them) are said as such, not as a claim that did not run."""
+    if reading in WINDOWED and claim.number in NO_WINDOW:
+        return "no window reading", ""
+    if "counted" in part:
+        part = part[part.counted.astype(bool)]
+    if part.empty:
+        if claim.gpu and stale:
+            return f"timing stale ({stale} rows), left out", ""
+        return ("no chat-template rows (a base model has no template)" if reading == CHAT else "not run"), ""
+    k = part.benchmark.nunique()
+    lossy = part[part.verdict == NOT_LOSSLESS]
+    part = part[part.verdict != NOT_LOSSLESS]
+    if claim.gpu and not part.verdict.isin([HOLDS, INCONCLUSIVE, CONTRADICTED]).any():  # timed on a CPU
+        faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
+        verdict = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
+        sized = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
+    else:
+        verdict = _tally(part, "verdict", (HOLDS, INCONCLUSIVE, CONTRADICTED))
+        sized = (_tally(part, "size", (WITHIN, ABOVE, BELOW, INCONCLUSIVE)) if claim.size and "size" in part
+                 else "no size in the paper")
+    if len(lossy):
+        verdict += f" (+{len(lossy)} not lossless, not counted)"
+    if k < len(PAPER_BENCHMARKS):
+        verdict += f" ({k} of {len(PAPER_BENCHMARKS)} benchmarks)"
+    return verdict, sized
 
 
 def _amount(v: float, unit: str) -> str:

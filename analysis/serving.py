@@ -10,22 +10,32 @@ goodput is the requests meeting it per second of the window (DistServe's and vLL
 of every request sent. Intervals (95%, scipy's percentile bootstrap over requests) are given for TPOT p50 and the
 good share where a group has MIN_REQUESTS requests or more: a tail percentile of tens of requests has none worth
 printing. Knows no method by name: methods are the rows' labels.
+
+The table of every server whose rows sit in one file (`goose.measurement.serving_load --append` adds each):
+
+    python -m goose.analysis.serving results/serving-load/rows.csv --reference goose-auto --figure results/serving-load
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from goose.analysis.writers import save_figure
+
 PERCENTILES = (50, 90, 99)
 LATENCIES = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 MIN_REQUESTS = 10
 CONFIDENCE, RESAMPLES, SEED = 0.95, 2000, 0
 KEEPS_UP = 0.9  # a rate is kept up with while the requests served per second are at least this share of it
+SLO_TTFT_MS, SLO_TPOT_MS = 2000.0, 150.0  # goodput's bounds unless a command names others
 
 
 @dataclass(frozen=True)
@@ -155,3 +165,41 @@ def figure(summary: pd.DataFrame, slo: Slo):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return fig
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m goose.analysis.serving", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rows", type=Path, help="a serving rows CSV (goose.measurement.serving_load's OUT/rows.csv)")
+    ap.add_argument("--reference", default=None, help="a label to say, per method, where it stops paying against")
+    ap.add_argument("--figure", type=Path, default=None, metavar="DIR",
+                    help="also draw the latency-throughput figure into DIR/serving.png and .pdf")
+    ap.add_argument("--slo-ttft-ms", type=float, default=SLO_TTFT_MS, help="goodput's TTFT bound")
+    ap.add_argument("--slo-tpot-ms", type=float, default=SLO_TPOT_MS, help="goodput's TPOT bound")
+    args = ap.parse_args(argv)
+    if args.slo_ttft_ms <= 0 or args.slo_tpot_ms <= 0:
+        ap.error("--slo-ttft-ms and --slo-tpot-ms must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Every label of a rows file side by side: one table, and where each stops paying against --reference."""
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if not args.rows.is_file():
+        raise SystemExit(f"error: no rows file {args.rows} (python -m goose.measurement.serving_load --out DIR "
+                         "writes DIR/rows.csv; --append adds another server's)")
+    slo = Slo(args.slo_ttft_ms / 1000, args.slo_tpot_ms / 1000)
+    summary = summarize(read_rows(args.rows), slo)
+    labels = list(dict.fromkeys(summary.method))
+    if args.reference is not None and args.reference not in labels:
+        raise SystemExit(f"error: --reference {args.reference!r} is no label of {args.rows} (its labels: "
+                         f"{', '.join(labels)})")
+    print(printable(summary, slo).to_markdown(index=False))
+    if args.reference is not None:
+        print("\n" + "\n".join(stops_paying(summary, args.reference)))
+    if args.figure is not None:
+        print(f"figure: {', '.join(map(str, save_figure(figure(summary, slo), args.figure, 'serving')))}")
+
+
+if __name__ == "__main__":
+    main()

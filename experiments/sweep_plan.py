@@ -69,9 +69,10 @@ def sweep_jobs(sweep: str) -> tuple[str, list[dict]]:
     fixed = {"n_prompts": cfg.get("n_prompts"), "max_new_tokens": cfg.get("max_new_tokens", 128),
              "turns": (cfg.get("benchmark") or {}).get("turns"),
              "speedup_reference": cfg.get("speedup_reference", "interleaved")}
-    given = [(k, v.split(",")) for k, v in (o.split("=", 1) for o in overrides)]
+    given = [(key, values) for key, values in (_override(sweep, o) for o in overrides)]
     jobs, seen = [], set()
     for job in grid(name):
+        job = {k: _value(v) for k, v in job.items()}  # the swept values as Hydra types them (n_prompts=10: 10)
         for values in itertools.product(*(v for _, v in given)):
             one = {**fixed, **job, **dict(zip((k for k, _ in given), values))}
             key = tuple(sorted((k, str(v)) for k, v in one.items()))
@@ -79,6 +80,27 @@ def sweep_jobs(sweep: str) -> tuple[str, list[dict]]:
                 seen.add(key)
                 jobs.append(one)
     return name, jobs
+
+
+def _override(sweep: str, text: str) -> tuple[str, list]:
+    """One override of a `--sweep` value as Hydra reads it on run.py's command line: its key and its values,
+    typed (`n_prompts=2`: [2]; `method=pld,goose`: ['pld', 'goose'])."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        o = OverridesParser.create().parse_override(text)
+    except HydraException:
+        o = None
+    if o is None or o.value_type is None or not o.key_or_group:
+        raise GooseError(f"--sweep {sweep!r}: {text!r} is no KEY=VALUE override (write it as run.py takes it, "
+                         "e.g. \"table2-local n_prompts=2 method=pld,goose\")")
+    return o.key_or_group, list(o.sweep_iterator()) if o.is_sweep_override() else [o.value()]
+
+
+def _value(value):
+    """A swept value (a string of the sweep's `hydra.sweeper.params`) typed as Hydra types it."""
+    return _override("", f"value={value}")[1][0] if isinstance(value, str) else value
 
 
 def max_new_tokens(job: dict) -> int:

@@ -6,14 +6,12 @@ verification engine.
     out = goose.generate(model, "def fib(n):", method="goose", budget="auto", max_new_tokens=128)
     print(out.text, out.tau, out.from_source)
 
-The API loads lazily: importing a submodule (goose.engine.single, ...) does not pull it in.
+The API loads lazily: importing a submodule (goose.engine.single, ...) does not pull it in. goose.baselines,
+goose.experiments and goose.analysis (the repository's top-level folders) come from the install (pyproject.toml's
+package-dir; docs/map.md); importing goose changes no import machinery.
 """
 
 from __future__ import annotations
-
-from goose.core.rooms import install_finder
-
-install_finder()  # goose.baselines, goose.experiments, goose.analysis: the repository's top-level folders (docs/map.md)
 
 API = ("load", "generate", "make_method", "marked", "Model", "Output")
 __all__ = list(API)

@@ -174,8 +174,25 @@ def test_the_notebooks_results_folder_is_found_from_the_user_then_the_checkout(t
     line = e.value._render_traceback_()
     assert len(line) == 1 and line[0].startswith("error: GOOSE_RESULTS=nope: no such folder (looked in ")
     assert "--results" not in line[0] and "set GOOSE_RESULTS to the results_dir a sweep wrote" in line[0]
-    assert artifacts_folder(ROOT / "results" / "claims-local") == ROOT / "results" / "artifacts" / "claims-local"
+    assert artifacts_folder(ROOT / "results" / "claims-local") == ROOT / "results" / "claims-local" / "artifacts"
     assert artifacts_folder(tmp_path / "mine", "out") == tmp_path / "out"
+
+
+def test_the_notebook_and_reproduce_write_into_one_artifacts_folder(results, tmp_path, monkeypatch):
+    """One convention: <results>/artifacts, reproduce's default --out and the notebook's default, and the rows' reader
+    reads nothing back from it (a table's CSV is no row)."""
+    import shutil
+
+    from goose.analysis.notebook import artifacts_folder
+    from goose.analysis.reproduce import main
+
+    copy = tmp_path / "rows"
+    shutil.copytree(results, copy)
+    n = len(load_rows(copy))
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    main(["all_methods", "--results", str(copy)])
+    assert (copy / "artifacts" / "all_methods.csv").is_file() and artifacts_folder(copy) == copy / "artifacts"
+    assert len(load_rows(copy)) == n
 
 
 def test_a_repeated_row_of_one_configuration_is_counted_once(results, tmp_path):

@@ -106,3 +106,13 @@ def test_reproduce_closes_with_what_was_written_and_what_not(tmp_path, capsys):
                     "rows of iso3, iso5 at budget auto); budget_sweep (needs goose, tr, iso3, iso5 at numeric budgets)")
     main(["figure1", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "out")])
     assert capsys.readouterr().out.strip().splitlines()[-1] == f"written to {tmp_path / 'out'}: figure1 (budget=auto)"
+
+
+def test_a_figure_of_rows_without_speedups_says_what_they_lack_before_the_target(tmp_path):
+    """figure4 on tau-only rows (a claims sweep's: speedup_reference=none): what the rows lack first, then what
+    makes it, never only "run make reproduce-figure4"."""
+    put(tmp_path / "r", "goose", budget="60", speedup_reference="none", prompts=3)
+    with pytest.raises(SystemExit, match=r"^figure4: these goose rows have no speedup \(3 rows speedup_reference="
+                                         r"none: tau only\); time them with speedup_reference=interleaved, or run "
+                                         r"`make reproduce-figure4`$"):
+        make("figure4", load_rows(tmp_path / "r"), tmp_path / "out")

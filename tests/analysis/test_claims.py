@@ -14,16 +14,10 @@ import pytest
 
 from goose.analysis.artifacts import make
 from goose.analysis.bootstrap import interval, ratio, tau
-from goose.analysis.claims import (
-    CLAIMS,
-    CONTRADICTED,
-    HOLDS,
-    INCONCLUSIVE,
-    scorecard,
-    summary,
-)
+from goose.analysis.claims import CLAIMS, scorecard
 from goose.analysis.load import load_rows
-from goose.analysis.scorecard import summary_block
+from goose.analysis.scorecard import summary, summary_block
+from goose.analysis.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from goose.analysis.verdicts import direction as verdict
 from goose.storage.result_files import ResultsFile
 
@@ -485,3 +479,18 @@ def test_a_label_is_chosen_by_the_rows_the_claims_could_read(tmp_path):
     peers = c.loc[(5, "goose vs pld")]
     assert peers["read as"] == "humaneval [max_new_tokens=32]" and peers.n == 2
     assert "not the paper's protocol (32 new tokens, the paper's 512)" in peers["why this label"]
+
+
+def test_a_clock_whose_timed_rows_are_all_stale_says_so_not_not_run(tmp_path):
+    """GOOSE's B=60 rows timed, but every AR timing taken under other conditions (another host): left out of the
+    clock, and the page says "timing stale (N rows), left out", never that claim 4 did not run."""
+    root = tmp_path / "r"
+    _rows(root, "goose", [30, 30, 30], wall_s=[1.0, 2.0, 1.0], ar_wall_s=[3.0, 5.0, 4.0], speedup=[3.0, 2.5, 4.0],
+          speedup_stale=True, **{**TIMED, "ar_host": "another"})
+    _rows(root, "spine-only", [40, 40, 40])
+    cells = protocol(card(root).reset_index())
+    assert cells["4. lossless speedup"] == "timing stale (3 rows), left out"
+    assert cells["2. non-degradation"] != "not run"
+    _rows(root, "goose", [30, 30, 30], bench="mbpp", wall_s=[1.0, 2.0, 1.0], ar_wall_s=[3.0, 5.0, 4.0],
+          speedup=[3.0, 2.5, 4.0], **TIMED)  # a benchmark timed here: the clock reads it, the stale rows stay out
+    assert protocol(card(root).reset_index())["4. lossless speedup"].startswith("CPU reading, B=60: faster than AR")

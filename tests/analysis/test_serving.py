@@ -103,3 +103,25 @@ def test_the_results_page_names_its_rows_by_content_and_what_they_ran_on(tmp_pat
     assert f"sha256 {digest}" in page and "code abc1234" in page and "m (fingerprint 0123456789ab), a cpu" in page
     assert (out / "serving.csv").read_bytes() == (results / "rows.csv").read_bytes()
     assert (out / "serving.png").stat().st_size > 0 and "- ar: 4/4 answers' token ids equal" in page
+
+
+def test_the_table_of_several_servers_is_one_command(tmp_path, capsys):
+    """`python -m goose.analysis.serving ROWS` (docs/serving.md): every label of a file `--append` grew, side by
+    side in one table, where each stops paying against --reference, and the figure; --help prints its help."""
+    from goose.analysis.serving import main
+
+    rows = read_report(write_report(tmp_path), "goose-auto") + read_report(write_report(tmp_path), "vllm-ngram")
+    path = write_rows(rows, tmp_path / "rows.csv")
+    main([str(path), "--reference", "goose-auto", "--figure", str(tmp_path / "art")])
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    assert [line.split("|")[1].strip() for line in table[1:]] == ["goose-auto"] * 2 + ["vllm-ngram"] * 2
+    assert "vllm-ngram: keeps up with" in out and "against goose-auto" in out
+    assert (tmp_path / "art" / "serving.png").stat().st_size > 0
+    with pytest.raises(SystemExit, match=r"--reference 'ar' is no label of .*goose-auto, vllm-ngram"):
+        main([str(path), "--reference", "ar"])
+    with pytest.raises(SystemExit, match=r"no rows file .*--append adds another server's"):
+        main([str(tmp_path / "none.csv")])
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0 and "usage: python -m goose.analysis.serving" in capsys.readouterr().out

@@ -28,13 +28,30 @@ def modules() -> dict[str, Path]:
 
 
 def test_the_top_level_rooms_are_goose_subpackages():
+    """The install maps them (pyproject.toml's package-dir) to this checkout's folders."""
     import goose.analysis
     import goose.baselines
     import goose.experiments
 
     for module in (goose.baselines, goose.experiments, goose.analysis):
         room = module.__name__.rpartition(".")[2]
-        assert Path(module.__file__).resolve() == TOP_LEVEL[room] / "__init__.py"
+        assert Path(module.__file__).resolve() == TOP_LEVEL[room] / "__init__.py", (
+            f"{module.__name__} is {module.__file__}: the active environment installed another checkout; "
+            f"`pip install --no-deps -e {ROOT}` (docs/map.md)")
+
+
+def test_importing_goose_adds_no_import_machinery():
+    """`import goose` (and its rooms) leaves sys.meta_path and sys.path_hooks as they were: the namespace is the
+    install's, no finder of goose's own (docs/map.md)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; before = (list(sys.meta_path), list(sys.path_hooks), list(sys.path)); import goose, "
+            "goose.baselines, goose.experiments, goose.analysis, goose.core, goose.storage.code_identity; "
+            "print((list(sys.meta_path), list(sys.path_hooks), list(sys.path)) == before)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "tests", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "True"
 
 
 def test_every_module_of_the_package_is_on_the_map():

@@ -249,3 +249,18 @@ def test_a_plan_counts_the_sweeps_jobs_with_the_targets_overrides():
     first, second = plan("table1", "local", "results/local", "results/local/artifacts", ["table1"], ["table1-local"])
     assert "table1-local (9 runs, 90 prompts, 11,520 new tokens at most)" in first
     assert second.startswith("== about 40 min")  # 23,040 decoded tokens (AR timed beside each) and 9 runs
+
+
+def test_a_plan_takes_the_overrides_its_help_documents(capsys):
+    """`--sweep "table2-local n_prompts=2"` (its --help's form): the values typed as run.py's command line types
+    them, so a number counts prompts; an override that is no KEY=VALUE is one line naming it."""
+    from goose.errors import GooseError
+    from goose.experiments.sweep_plan import main, sweep_jobs
+
+    _, jobs = sweep_jobs("table2-local n_prompts=2 method=pld,goose")
+    assert {j["n_prompts"] for j in jobs} == {2} and {j["method"] for j in jobs} == {"pld", "goose"}
+    main(["--target", "table2", "--profile", "local", "--results", "r", "--out", "o", "--artifacts", "table2",
+          "--sweep", "table2-local n_prompts=2"])
+    assert "the sweep table2-local n_prompts=2 (21 runs, 42 prompts," in capsys.readouterr().out
+    with pytest.raises(GooseError, match=r"'n_prompts' is no KEY=VALUE override .*n_prompts=2"):
+        sweep_jobs("table2-local n_prompts")

@@ -1,6 +1,7 @@
 """goose-serve's command line (goose.serving.command): its settings are run.py's, a bad one is one line and exit 2
-before any model loads (sampling is per request, run settings are not a server's, unknown names get run.py's
-answer, a port in use is said at once), and end to end in another process on the tiny model's folder: it serves,
+before any model loads (sampling is per request, run settings are not a server's, a flag written as a setting is
+named as the flag, every refusal points at goose-serve --help and never at run.py, a port in use is said at once),
+settings and flags in any order, and end to end in another process on the tiny model's folder: it serves,
 and SIGTERM lets the stream in flight finish, then exits 0."""
 
 import http.client
@@ -33,6 +34,34 @@ def test_a_setting_the_server_does_not_take_is_one_line(setting, says, capsys):
         main([setting, "--port", "0"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1 and says in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["method=goose", "budget=auto", "port=8000"], "port is a flag of goose-serve, not a setting: write --port 8000"),
+    (["method=goose", "queue-size=3"], "write --queue-size 3"),
+    (["method=goose", "ports=1"], "unknown setting 'ports' (did you mean --port?)"),
+    (["method=goose", "bugdet=auto"], "unknown setting 'bugdet' (did you mean budget?)"),
+    (["method=goose", "budget=-3"], "budget"),
+    (["method=goose", "method.drafter.no_such=1"], "no_such"),
+    (["method=gose"], "no such method"),
+    (["--port", "http"], "--port"),
+])
+def test_every_refusal_names_goose_serve_and_its_help(argv, says, capsys, tmp_path):
+    """One line, exit 2, the user's own command named (goose-serve --help), never run.py's."""
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--port", "0"] if "--port" not in argv else argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and says in err, err
+    assert err.rstrip().endswith("(goose-serve --help)") and "run.py" not in err, err
+
+
+def test_settings_and_flags_in_any_order():
+    from goose.serving.command import parse
+
+    for argv in (["method=pld", "--port", "8001", "concurrency=2"], ["--port", "8001", "method=pld", "concurrency=2"],
+                 ["method=pld", "concurrency=2", "--port", "8001"]):
+        args, settings = parse(argv)
+        assert args.port == 8001 and settings == ["method=pld", "concurrency=2"], argv
 
 
 def test_settings_become_runs_overrides():

@@ -11,7 +11,7 @@ from conftest import many_prompts
 from live import Live, tiny_served, tiny_tokenizer
 from tiny import byte_tokenizer
 
-from goose.serving.params import CHAT, COMPLETIONS, NEUTRAL, Target, parse
+from goose.serving.params import CHAT, COMPLETIONS, NEUTRAL, PARAMETERS, Target, parse
 from goose.serving.replies import ApiError
 
 TOK = tiny_tokenizer()
@@ -40,6 +40,45 @@ def test_a_parameter_the_server_cannot_honour_is_refused_by_name(param, value):
     if param in NEUTRAL:  # its neutral value is taken (the client asked for nothing the server cannot give)
         neutral = NEUTRAL[param][0][0]
         parse({**body, param: neutral}, TARGET, chat)
+
+
+WRONG = {  # per parameter of PARAMETERS, a value the server must refuse (a wrong type, range or a non-neutral value)
+    "model": "other", "stream": "yes", "stream_options": "x", "max_tokens": 0, "temperature": "hot", "top_p": 0,
+    "top_k": 1.5, "seed": True, "stop": [1], "user": 7, "ignore_eos": "x", "return_token_ids": 1,
+    "n": 2, "presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.1, "logit_bias": {"5": 10},
+    "logprobs": 1, "prompt": "", "suffix": "end", "echo": True, "best_of": 3, "messages": [],
+    "max_completion_tokens": -1, "parallel_tool_calls": "x", "top_logprobs": 2,
+    "response_format": {"type": "json_object"}, "tools": [{"type": "function"}], "tool_choice": "auto",
+}
+
+
+@pytest.mark.parametrize("param", sorted(PARAMETERS))
+def test_every_parameter_the_server_takes_is_honoured_or_refused(param):
+    """The one list of parameters (goose.serving.params.PARAMETERS), each sent a wrong value on every endpoint that
+    takes it: refused in OpenAI's shape naming it (404 for an unknown model), never taken and ignored; a neutral
+    one is taken at its neutral value."""
+    where, how = PARAMETERS[param]
+    assert how in ("honoured", "neutral") and (how == "neutral") == (param in NEUTRAL)
+    for chat in (False, True):
+        if ("chat" if chat else "completions") not in where:
+            assert param not in (CHAT if chat else COMPLETIONS)
+            continue
+        body = {"messages": [{"role": "user", "content": "hi"}]} if chat else {"prompt": "hi"}
+        stream = {"stream": True} if param == "stream_options" else {}
+        e = refusal({**body, **stream, param: WRONG[param]}, chat)
+        assert e.status == (404 if param == "model" else 400) and e.param == param, (param, e.message)
+        assert set(e.body()["error"]) == {"message", "type", "param", "code"}
+        if how == "neutral":
+            parse({**body, param: NEUTRAL[param][0][0]}, TARGET, chat)
+    assert set(WRONG) == set(PARAMETERS) == CHAT | COMPLETIONS and set(NEUTRAL) <= set(PARAMETERS)
+
+
+def test_parallel_tool_calls_is_true_or_false():
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    for v in (True, False, None):
+        parse({**chat, "parallel_tool_calls": v}, TARGET, True)
+    e = refusal({**chat, "parallel_tool_calls": "x"}, True)
+    assert e.status == 400 and e.param == "parallel_tool_calls" and "true or false" in e.message
 
 
 @pytest.mark.parametrize("body,param", [({"prompt": "x", "max_tokens": 0}, "max_tokens"),

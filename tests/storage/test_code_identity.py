@@ -204,3 +204,17 @@ def test_code_without_a_source_is_unknown_recorded_blank_and_never_refused(tmp_p
         del sys.modules[module.__name__]
     rows = [{"config_hash": "h", "code_fingerprint": "0123456789ab", "prompt_id": "p0"}]
     assert check_code(rows, tmp_path, "h", "", accept=False) is None and not (tmp_path / "code-accepted.jsonl").exists()
+
+
+def test_a_room_the_install_maps_is_read_from_this_checkout_without_importing_it():
+    """goose.baselines lives outside src/goose (pyproject.toml's package-dir): the fingerprint finds its modules
+    where the install maps them, this checkout's baselines/, and imports none of them to do so."""
+    import subprocess
+
+    code = ("import sys; from goose.storage.code_identity import _locate; "
+            "print(_locate('goose.baselines.pld'), _locate('goose.baselines'), "
+            "'goose.baselines' in sys.modules, 'goose.baselines.pld' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "tests", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == [str(ROOT / "baselines" / "pld.py"), str(ROOT / "baselines" / "__init__.py"),
+                                "False", "False"]

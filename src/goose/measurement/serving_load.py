@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from goose.analysis.serving import Slo, printable, read_rows, summarize
+from goose.analysis.serving import SLO_TPOT_MS, SLO_TTFT_MS, Slo, printable, read_rows, summarize
 from goose.benchmarks.prompts import load_prompts
 from goose.errors import GooseError
 from goose.measurement.guidellm_report import read_report, write_rows
@@ -156,8 +156,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--out", default="results/serving-load", help="folder: scenario, report, rows.csv")
     ap.add_argument("--append", action="store_true", help="add the rows to OUT/rows.csv instead of replacing it")
     ap.add_argument("--report", default=None, help="read this GuideLLM JSON report; run nothing")
-    ap.add_argument("--slo-ttft-ms", type=float, default=2000.0, help="goodput's TTFT bound")
-    ap.add_argument("--slo-tpot-ms", type=float, default=150.0, help="goodput's TPOT bound")
+    ap.add_argument("--slo-ttft-ms", type=float, default=SLO_TTFT_MS, help="goodput's TTFT bound")
+    ap.add_argument("--slo-tpot-ms", type=float, default=SLO_TPOT_MS, help="goodput's TPOT bound")
     args = ap.parse_args(argv)
     if args.max_requests < 1 or args.max_seconds <= 0 or args.max_tokens < 1 or min(args.rate) <= 0:
         ap.error("--max-requests, --max-seconds, --max-tokens and every --rate must be positive")

@@ -129,7 +129,7 @@ def config_refusal(name: str, config: type, values: Mapping, error: Exception) -
     where = " or ".join(f"{roles[f]}=..." if f in roles else f"method.drafter.{f}=..." for f in named)
     settings = ", ".join(f"{f}={values.get(f)!r}" for f in named)
     return GooseError(f"method '{name}': {config.__name__} refused {settings}: {refusal_reason(error)}; set "
-                      f"{where} on run.py's command line, or in the method's YAML.")
+                      f"{where} on the command line, or in the method's YAML.")
 
 
 def make_drafter(method: MethodSpec, budget: Budget) -> Drafter:

@@ -323,9 +323,10 @@ def setting_kinds() -> dict[str, str]:
 GROUPS = ("model", "method", "benchmark", "logging", "experiment", "hydra")
 
 
-def unknown_override(argv: list[str]) -> str | None:
+def unknown_override(argv: list[str], command: str = "python run.py") -> str | None:
     """The first command-line `key=value` whose key is no setting and no config group, with a suggestion:
-    said before Hydra says "use +key=value" (which would then be refused anyway)."""
+    said before Hydra says "use +key=value" (which would then be refused anyway); `command` is the entry point
+    typed, whose --help the line points at."""
     top_keys = {s.key.split(".")[0] for s in SETTINGS}
     for arg in argv:
         if arg.startswith("-") or "=" not in arg:
@@ -335,7 +336,7 @@ def unknown_override(argv: list[str]) -> str | None:
         if top and top not in top_keys and top not in GROUPS:
             near = close_match(top, [*top_keys, *GROUPS])
             drafter = f" (a method's own setting: method.drafter.{key}=...)" if not near and "." not in key else ""
-            return f"unknown setting '{key}'{near}{drafter}: python run.py --help lists them."
+            return f"unknown setting '{key}'{near}{drafter}: {command} --help lists them."
     return None
 
 

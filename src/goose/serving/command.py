@@ -12,6 +12,7 @@ SIGTERM (or Ctrl-C) stops accepting, finishes every request in flight and waitin
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import signal
 import socket
@@ -34,11 +35,12 @@ DEFAULT_CONCURRENCY = 4  # a server's batch; run.py's default (1) would serve on
 SERVER_SETTINGS = ("model", "method", "budget", "memory", "concurrency", "device", "dtype", "engine",
                    "max_new_tokens", "rest_datastore")
 PER_REQUEST = ("temperature", "top_k", "top_p", "seed")
+HELP = "goose-serve --help"  # every refusal of this command points here, never at run.py's
 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
-        print(f"error: {message} (goose-serve --help)", file=sys.stderr)
+        print(f"error: {message} ({HELP})", file=sys.stderr)
         sys.exit(2)
 
 
@@ -60,10 +62,22 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def flags() -> dict[str, str]:
+    """The server's flags by the name a setting would give them (port, queue_size, ...): `port=8000` is `--port`."""
+    return {a.dest: a.option_strings[-1] for a in parser()._actions if a.option_strings and a.dest != "help"}
+
+
+def _near(word: str) -> str:
+    """' (did you mean X?)' with X the closest setting or flag (written as a flag: --port), else ''."""
+    names = {**{s: s for s in SERVER_SETTINGS}, **flags()}
+    near = difflib.get_close_matches(word, list(names), n=1)
+    return f" (did you mean {names[near[0]]}?)" if near else ""
+
+
 def check_settings(settings: list[str]) -> list[str]:
     """The settings as Hydra overrides, or one GooseError naming the first that is no server setting."""
     for s in settings:
-        key, eq, _ = s.partition("=")
+        key, eq, value = s.partition("=")
         top = key.lstrip("+~").split(".")[0]
         if not eq or not key:
             raise GooseError(f"'{s}' is not a setting: write KEY=VALUE, e.g. method=goose")
@@ -72,9 +86,13 @@ def check_settings(settings: list[str]) -> list[str]:
                              "server samples each request exactly as the harness does")
         if top == "hydra":
             raise GooseError(f"{key}: give a config folder with --search-path DIR")
+        if (flag := flags().get(top.replace("-", "_"))) is not None:
+            raise GooseError(f"{key} is a flag of goose-serve, not a setting: write {flag} {value}".rstrip())
         if top not in SERVER_SETTINGS:
-            why = unknown_override([s]) or f"'{key}' is a setting of runs (prompts, rows, timing), not of a server"
-            raise GooseError(f"{why}; goose-serve takes {', '.join(SERVER_SETTINGS)}")
+            why = (f"'{key}' is a setting of runs (prompts, rows, timing), not of a server"
+                   if unknown_override([s]) is None  # one of run.py's settings
+                   else f"unknown setting '{key}'{_near(top)}")
+            raise GooseError(f"{why}; goose-serve takes {', '.join(SERVER_SETTINGS)} and its flags")
     if (why := unknown_choice(settings)) is not None:
         raise GooseError(why)
     if not any(s.partition("=")[0] == "concurrency" for s in settings):
@@ -126,13 +144,13 @@ def uvicorn_server(app, drain, drain_timeout: float, access_log: bool = False):
 
 
 def refuse(e: GooseError) -> NoReturn:
-    print(f"error: {e}", file=sys.stderr)
+    print(f"error: {str(e).rstrip('.')} ({HELP})", file=sys.stderr)
     sys.exit(2)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """The command line checked before anything loads: (its flags, run.py's overrides); refused in one line, exit 2."""
-    args = parser().parse_args(argv)
+    args = parser().parse_intermixed_args(argv)  # settings and flags in any order
     try:
         if args.queue_size < 0 or not 0 <= args.port < 65536 or args.drain_timeout <= 0:
             raise GooseError("--queue-size must be >= 0, --port in 0..65535 and --drain-timeout > 0")

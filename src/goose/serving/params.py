@@ -66,12 +66,26 @@ NEUTRAL = {  # parameter -> (the values it may have, why any other is refused)
     "tools": (([],), "tool calling is not supported"),
     "tool_choice": (("none",), "tool calling is not supported"),
 }
-COMMON = {"model", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "user",
-          "ignore_eos", "return_token_ids", "n", "presence_penalty", "frequency_penalty", "repetition_penalty",
-          "logit_bias", "logprobs"}
-COMPLETIONS = COMMON | {"prompt", "suffix", "echo", "best_of"}
-CHAT = COMMON | {"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
-                 "parallel_tool_calls"}
+# Every request parameter the server takes, once: the endpoints that take it, and how. "honoured": `parse` reads and
+# checks it (a wrong type or range is a 400 naming it); "neutral": in NEUTRAL, taken at its neutral value and refused
+# at any other. A key not here is refused as unknown. tests/serving/test_refusals.py sends each a wrong value.
+BOTH, COMPLETION, CHAT_ONLY = ("completions", "chat"), ("completions",), ("chat",)
+PARAMETERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "model": (BOTH, "honoured"), "stream": (BOTH, "honoured"), "stream_options": (BOTH, "honoured"),
+    "max_tokens": (BOTH, "honoured"), "temperature": (BOTH, "honoured"), "top_p": (BOTH, "honoured"),
+    "top_k": (BOTH, "honoured"), "seed": (BOTH, "honoured"), "stop": (BOTH, "honoured"), "user": (BOTH, "honoured"),
+    "ignore_eos": (BOTH, "honoured"), "return_token_ids": (BOTH, "honoured"),
+    "n": (BOTH, "neutral"), "presence_penalty": (BOTH, "neutral"), "frequency_penalty": (BOTH, "neutral"),
+    "repetition_penalty": (BOTH, "neutral"), "logit_bias": (BOTH, "neutral"), "logprobs": (BOTH, "neutral"),
+    "prompt": (COMPLETION, "honoured"), "suffix": (COMPLETION, "neutral"), "echo": (COMPLETION, "neutral"),
+    "best_of": (COMPLETION, "neutral"),
+    "messages": (CHAT_ONLY, "honoured"), "max_completion_tokens": (CHAT_ONLY, "honoured"),
+    "parallel_tool_calls": (CHAT_ONLY, "honoured"),  # true or false: no tools are taken, so either is honoured
+    "top_logprobs": (CHAT_ONLY, "neutral"), "response_format": (CHAT_ONLY, "neutral"), "tools": (CHAT_ONLY, "neutral"),
+    "tool_choice": (CHAT_ONLY, "neutral"),
+}
+COMPLETIONS = {k for k, (where, _) in PARAMETERS.items() if "completions" in where}
+CHAT = {k for k, (where, _) in PARAMETERS.items() if "chat" in where}
 ROLES = ("system", "developer", "user", "assistant")
 
 
@@ -245,6 +259,7 @@ def parse(body: Any, target: Target, chat: bool) -> Ask:
     if body.get("user") is not None and not isinstance(body["user"], str):
         raise _bad("user", "a string", body["user"])
     stream = _flag(body, "stream")
+    _flag(body, "parallel_tool_calls")
     include_usage, continuous = _stream_options(body, stream)
     sampling, stops, max_tokens = _sampling(body), _stops(body), _max_tokens(body, chat)
     ids = _chat_ids(body, target) if chat else _prompt_ids(body, target)

@@ -32,7 +32,6 @@ from pathlib import Path
 from types import ModuleType
 
 from goose.core.fingerprints import digest
-from goose.core.rooms import top_level_room
 from goose.errors import GooseError
 from goose.paths import CONF
 from goose.storage.durable import append_text, read_lines
@@ -95,20 +94,29 @@ def _locate(name: str) -> Path | None:
         file = getattr(module, "__file__", None)
         return Path(file) if file and file.endswith(".py") else None
     head, _, _ = name.rpartition(".")
-    if (room := top_level_room(name)) is not None:  # goose.baselines in a checkout: the repository's baselines/
-        return room / "__init__.py"
     try:
         if head:
             parent = _locate(head)
             if parent is None or parent.name != "__init__.py":
                 return None  # an attribute of a module, not a module
-            spec = importlib.machinery.PathFinder.find_spec(name, [str(parent.parent)])
+            spec = importlib.machinery.PathFinder.find_spec(name, [str(parent.parent)]) or _mapped(name, parent)
         else:
             spec = importlib.util.find_spec(name)  # a top-level name: found, never imported
     except (ImportError, ValueError):
         return None
     origin = spec.origin if spec is not None and spec.has_location else None
     return Path(origin) if origin and origin.endswith(".py") else None
+
+
+def _mapped(name: str, parent: Path):
+    """The spec of a subpackage an install maps outside its parent's folder (goose.baselines in an editable
+    install: the checkout's baselines/), asked of the install's own finders; nothing is imported."""
+    for finder in sys.meta_path:
+        if finder is not importlib.machinery.PathFinder and hasattr(finder, "find_spec"):
+            spec = finder.find_spec(name, [str(parent.parent)])
+            if spec is not None:
+                return spec
+    return None
 
 
 def _read(name: str, path: Path) -> tuple[str, frozenset[str]]:
