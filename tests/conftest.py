@@ -51,6 +51,14 @@ ALL_DATA = needs_data("spec_bench/question.jsonl", "gsm8k/test.jsonl", "mbpp/mbp
                       "classeval/ClassEval_data.json")
 
 
+# Settings under which llama.cpp's n-gram peers draft on the tiny model's short texts (tests over every method add
+# them): by default they match 12- and 24-token n-grams, draft at least 12 or 48 tokens, and ngram-mod files what
+# is generated 32 tokens at a time (goose.baselines.llamacpp_ngram).
+SHORT_TEXT = {"llamacpp-ngram-simple": ("+method.drafter.size_n=1", "+method.drafter.size_m=8"),
+              "llamacpp-ngram-mod": ("+method.drafter.n_match=3", "+method.drafter.n_min=1", "+method.drafter.n_max=8",
+                                     "+method.drafter.chunk=0")}
+
+
 def drafter_for(spec: str, model: str = "smollm2-135m", extra=()):
     """A fresh drafter for `name[@budget][:memory]`, and its budget, resolved as run.py resolves them."""
     from goose.running.registry import make_drafter

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from conftest import drafter_for
+from conftest import SHORT_TEXT, drafter_for
 from tiny import PAPER_ARCHITECTURES, tiny_architecture
 
 from goose.drafting.contract import Drafter
@@ -144,7 +144,7 @@ def answers(case, tmp_path_factory):
 
 @pytest.mark.parametrize("name", methods())
 def test_every_method_is_lossless_on_every_architecture(case, name, request):
-    extra = []
+    extra = list(SHORT_TEXT.get(name, ()))
     if name == "rest":
         store, tok = request.getfixturevalue("answers")
         extra = [f"rest_datastore={store}"]

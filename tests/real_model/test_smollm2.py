@@ -44,12 +44,14 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
     from conftest import ABLATIONS
 
     from goose.baselines.balanced_tree import BalancedTreeDrafter
+    from goose.baselines.llamacpp_ngram import NgramModDrafter, NgramSimpleDrafter
     from goose.baselines.lookahead import LookaheadDrafter
     from goose.baselines.pld import PromptLookupDrafter
     from goose.baselines.rest import RestDrafter
     from goose.baselines.rest_datastore import build
     from goose.baselines.suffix_decoding import SuffixDrafter
     from goose.baselines.token_recycling import TokenRecyclingDrafter
+    from goose.baselines.vllm_ngram import VllmNgramDrafter
     from goose.benchmarks.prompts import load_prompts
     from goose.engine.backends import apply_backend
     from goose.engine.single import Engine
@@ -66,7 +68,8 @@ def test_every_method_matches_hf_greedy(smollm2, backend, tmp_path):
         build(tok, "smollm2-135m", "stdlib", tmp_path / "ds", 40, 200_000)
         every = [GooseDrafter(), PromptLookupDrafter(), TokenRecyclingDrafter(), BalancedTreeDrafter(branching=3),
                  BalancedTreeDrafter(branching=5), LookaheadDrafter(), RestDrafter(datastore=str(tmp_path / "ds")),
-                 SuffixDrafter(), SuffixDrafter(tree=False, memory="prompt"), GooseSuffixDrafter(memory="run")]
+                 SuffixDrafter(), SuffixDrafter(tree=False, memory="prompt"), GooseSuffixDrafter(memory="run"),
+                 VllmNgramDrafter(), NgramSimpleDrafter(), NgramModDrafter()]
         first = [GooseDrafter(**a) for a in ABLATIONS if a]
     else:
         every = [GooseDrafter(), PromptLookupDrafter(), TokenRecyclingDrafter(), LookaheadDrafter(), SuffixDrafter()]

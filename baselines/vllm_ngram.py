@@ -1,0 +1,79 @@
+"""vLLM's n-gram proposer (speculative_config `method: ngram`): a chain of the tokens that followed the earliest
+earlier occurrence of the longest tail n-gram, n in prompt_lookup_min..prompt_lookup_max.
+
+Read in vllm-project/vllm (docs/baselines.md names the commits): vllm/v1/spec_decode/ngram_proposer.py
+(`_find_longest_matched_ngram_and_propose_tokens`) and vllm/config/speculative.py (`SpeculativeConfig`). vLLM
+finds the occurrence with a KMP scan of the reversed context: at every earlier position the longest run (capped
+at prompt_lookup_max) that equals the context's tail, keeping the longest and, among runs that long, the one
+earliest in the text. That is the occurrence goose's ContextMatcher returns when asked for the sizes max down to
+min, so it is used here; tests/baselines/test_vllm_ngram.py checks the two against a scan written from vLLM's
+rule on random token streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from goose.drafting.context_match import ContextMatcher
+from goose.drafting.tree import Source, TreeDrafter, TreeNodes
+from goose.engine.draft import Draft, Verification
+
+NGRAM = Source("ngram")  # copied from an earlier occurrence of the tail n-gram (the same label as PLD's)
+
+
+@dataclass(frozen=True)
+class VllmNgramConfig:
+    """vLLM's settings and their defaults. vllm/config/speculative.py, SpeculativeConfig.__post_init__: when
+    neither prompt_lookup_min nor prompt_lookup_max is given both are 5, when one is given the other takes its
+    value (left None here, resolved the same way)."""
+
+    prompt_lookup_min: int | None = None
+    prompt_lookup_max: int | None = None
+    # num_speculative_tokens has no default in vLLM (it must be given); 5 is the value of vLLM's own n-gram
+    # example (docs/features/spec_decode/n_gram.md). A chain of 59 is the budget-60 equal of GOOSE's trees.
+    num_speculative_tokens: int = 5
+
+    def __post_init__(self):
+        lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
+        if lo is None and hi is None:
+            lo = hi = 5
+        lo = hi if lo is None else lo
+        hi = lo if hi is None else hi
+        object.__setattr__(self, "prompt_lookup_min", lo)
+        object.__setattr__(self, "prompt_lookup_max", hi)
+        # vLLM's own checks (the same file): both >= 1, min <= max, num_speculative_tokens > 0
+        if lo < 1 or hi < 1:
+            raise ValueError(f"prompt_lookup_min and prompt_lookup_max must be >= 1 (got {lo}, {hi})")
+        if lo > hi:
+            raise ValueError(f"prompt_lookup_min must be <= prompt_lookup_max (got {lo} > {hi})")
+        if self.num_speculative_tokens < 1:
+            raise ValueError(f"num_speculative_tokens must be >= 1 (got {self.num_speculative_tokens})")
+
+
+class VllmNgramDrafter(TreeDrafter):
+    """One chain per step, num_speculative_tokens long or up to the end of the context. No budget setting: a
+    numeric budget leaves the chain as vLLM drafts it (rows record budget=fixed); budget=auto prunes it."""
+
+    name = "vllm-ngram"
+    Config = VllmNgramConfig
+    sources = (NGRAM,)
+
+    def __init__(self, config: VllmNgramConfig | None = None, **overrides):
+        super().__init__(config, **overrides)
+        p = self.config
+        sizes = tuple(range(p.prompt_lookup_max, p.prompt_lookup_min - 1, -1))
+        self.matcher = ContextMatcher(sizes, p.num_speculative_tokens)
+
+    def start(self, context: list[int], prefill: Verification) -> None:
+        super().start(context, prefill)
+        self.matcher.reset(context)
+
+    def propose(self, context: list[int]) -> Draft:
+        # vLLM also cuts the chain to the room left before max_model_len; goose's engine verifies only the
+        # nodes that fit before the context's end (docs/engine.md), so the committed tokens are the same.
+        self.matcher.sync(context)
+        nodes = TreeNodes(context[-1])
+        m = self.matcher.match()
+        for i, t in enumerate(m.chain):
+            nodes.add(i, t, NGRAM, held=m.held + i)
+        return self.finish(nodes)
