@@ -64,6 +64,7 @@ help:
 	"  reproduce-all-methods  every method (REST's datastore built first); about 2.3 hours" \
 	"  reproduce-suffix       SuffixDecoding's methods, memory and budget=auto; about 2.8 hours" \
 	"  reproduce-synergy      GOOSE against its spine and branches alone; about 34 min" \
+	"  reproduce-production-peers GOOSE vs the drafters serving engines ship (SGLang, vLLM, llama.cpp); about 56 hours" \
 	"  reproduce-sampling     every method at 4 temperatures and a second seed; about 4 hours" \
 	"  reproduce-spec-bench   Spec-Bench's six categories, three passes; about 3.3 hours" \
 	"  reproduce-concurrency  speedup against concurrency 1, 4, 16; about 2.3 hours" \
@@ -169,6 +170,7 @@ EXPERIMENT_budget-sweep = budget_sweep
 EXPERIMENT_all-methods = all_methods
 EXPERIMENT_suffix = suffix
 EXPERIMENT_synergy = synergy
+EXPERIMENT_production-peers = production_peers
 ARTIFACT_table1 = table1
 ARTIFACT_table2 = table2
 ARTIFACT_figure1 = figure1 spine_continuation
@@ -177,6 +179,7 @@ ARTIFACT_budget-sweep = budget_sweep
 ARTIFACT_all-methods = all_methods
 ARTIFACT_suffix = suffix
 ARTIFACT_synergy = synergy synergy_published source_gap synergy_figure spine_continuation
+ARTIFACT_production-peers = production_peers
 
 # Sampling: every method at temperature 0 (greedy), 0.3, 0.7 and 1.0 (top_p 0.95, seed 0), plus seed 1
 # at 0.7; table, outputs check and figure of tau vs temperature.
