@@ -16,7 +16,8 @@ from goose.analysis.artifacts import make
 from goose.analysis.bootstrap import interval, ratio, tau
 from goose.analysis.claims import CLAIMS, scorecard
 from goose.analysis.load import load_rows
-from goose.analysis.scorecard import summary, summary_block
+from goose.analysis.scorecard import summary_block
+from goose.analysis.summaries import summary
 from goose.analysis.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from goose.analysis.verdicts import direction as verdict
 from goose.storage.result_files import ResultsFile
