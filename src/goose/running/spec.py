@@ -31,12 +31,11 @@ from goose.core.sections import (
     wandb_section,
 )
 from goose.drafting.budget import Budget
-from goose.drafting.contract import check_memory, memory_label, takes_budget
+from goose.drafting.contract import check_memory, memory_label
 from goose.engine.backends import check_backend, default_backend
 from goose.engine.sampling import Sampling
 from goose.errors import GooseError
 from goose.models.loading import resolve_device, resolve_dtype
-from goose.storage.metrics import FIXED
 
 SETTING = "goose_setting"
 
@@ -128,8 +127,8 @@ def anything(v):
     return v
 
 
-def budget_value(v) -> Budget:
-    return Budget.parse(v)
+def budget_value(v) -> Budget | None:
+    return None if v is None else Budget.parse(v)  # None: the method's default (registry.method_budget)
 
 
 def memory_mode(v) -> str | None:
@@ -207,9 +206,9 @@ class RunSpec:
     @property
     def budget_label(self) -> str | int:
         """As given, or `fixed` for a method no numeric budget changes (a budget sweep runs it once)."""
-        if self.budget.auto:
-            return "auto"
-        return self.budget.nodes if takes_budget(self.method.config) else FIXED
+        from goose.running.registry import budget_label  # start-up time: omegaconf only when a spec is built
+
+        return budget_label(self.budget, self.method.config)
 
     @property
     def memory_label(self) -> str:
@@ -275,8 +274,9 @@ class RunSpec:
         if values["concurrency"] > 1 and values["speedup_reference"] == "cached":
             raise GooseError("speedup_reference=cached reuses AR timings of one request at a time; at concurrency > 1 "
                              "batched AR is timed beside the method's batch (interleaved) or not at all (none).")
-        from goose.running.registry import resolve_method  # start-up time: omegaconf only when a spec is built
+        from goose.running.registry import method_budget, resolve_method  # start-up time: omegaconf only when built
 
+        values["budget"] = method_budget(plain.get("method"), values["budget"])
         method = resolve_method(plain.get("method"), values["budget"], values["memory"])
         device, dtype = resolved_device_dtype(values["device"], values["dtype"], model)
         backend = resolved_backend(values["engine_backend"], device, dtype)
