@@ -30,6 +30,7 @@ from goose.core.sections import (
     section,
     wandb_section,
 )
+from goose.core.values import is_flag, is_number, is_whole
 from goose.drafting.budget import Budget
 from goose.drafting.contract import check_memory, memory_label
 from goose.engine.backends import check_backend, default_backend
@@ -77,7 +78,7 @@ def whole(name: str, low: int, what: str, null: str = "") -> Callable[[Any], int
     def parse(v):
         if v is None and null:
             return None
-        if isinstance(v, int) and not isinstance(v, bool) and v >= low:
+        if is_whole(v, low):
             return v
         raise GooseError(f"{name} must be an integer >= {low}{' or null (' + null + ')' if null else ''}: {what} "
                          f"(got {v!r}).")
@@ -96,7 +97,7 @@ def one_of(name: str, choices: tuple[str, ...], null: bool = False) -> Callable[
 
 def flag(name: str) -> Callable[[Any], bool]:
     def parse(v):
-        if isinstance(v, bool):
+        if is_flag(v):
             return v
         raise GooseError(f"{name} must be true or false (got {v!r}).")
 
@@ -107,7 +108,7 @@ def text(name: str, null: bool = True) -> Callable[[Any], str | None]:
     def parse(v):
         if v is None and null:
             return None
-        if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+        if isinstance(v, str) or is_number(v):
             return str(v)
         raise GooseError(f"{name} must be a string{' or null' if null else ''} (got {v!r}).")
 
@@ -116,7 +117,7 @@ def text(name: str, null: bool = True) -> Callable[[Any], str | None]:
 
 def number(name: str) -> Callable[[Any], float]:
     def parse(v):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if is_number(v):
             return v
         raise GooseError(f"{name} must be a number (got {v!r}).")
 
