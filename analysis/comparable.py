@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from goose.storage.metrics import FIXED
+
 GROUP = ["model", "benchmark"]
 
 
@@ -26,7 +28,7 @@ def _label(g: pd.DataFrame, hashes) -> str:
     for h in sorted(hashes):
         r = g[g.config_hash == h].iloc[0]
         bits = [str(r.method)] + ([str(r.variant)] if str(r.get("variant", "")) else [])
-        bits += [f"B={r.budget}"] if str(r.budget) not in ("fixed", "") else []
+        bits += [f"B={r.budget}"] if str(r.budget) not in (FIXED, "") else []
         bits += [f"c={int(r.concurrency)}"] if int(r.get("concurrency", 1)) != 1 else []
         bits += [f"T={r.temperature:g}"] if float(r.get("temperature", 0)) > 0 else []
         bits += [f"trial {int(r.trial)}"] if int(r.get("trial", 1)) != 1 else []

@@ -19,6 +19,7 @@ import pandas as pd
 
 from goose.analysis.claims import WINDOWED
 from goose.paths import CLAIMS_PLAN
+from goose.storage.metrics import FIXED
 
 KEY = ["model", "benchmark", "method", "budget", "chat_template", "timed", "stop_at_loop"]
 TAU, CLOCK = "tau (one core a run)", "clock (an idle machine)"
@@ -69,7 +70,7 @@ def _number(r: pd.DataFrame, name: str, default: float) -> pd.Series:
 
 def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows a plan can name (greedy, one request at a time, at the paper's lengths), with the plan's key:
-    the model's and benchmark's config names, and budget 'fixed' read as any budget (PLD, TR: no budget)."""
+    the model's and benchmark's config names, and a FIXED budget read as any budget (PLD, TR: no budget)."""
     paper_length = _column(rows, "max_new_tokens", "").astype(str).eq(
         _column(rows, "benchmark.paper_max_new_tokens", "").astype(str))
     r = rows[rows.temperature.eq(0) & rows.concurrency.eq(1) & paper_length]
@@ -88,7 +89,7 @@ def _match(job, rows: pd.DataFrame) -> pd.DataFrame:
     same = (rows.model.eq(job.model) & rows.benchmark.eq(job.benchmark) & rows.method.eq(job.method)
             & rows.chat_template.eq(job.chat_template) & rows.timed.eq(job.timed)
             & rows.stop_at_loop.eq(job.stop_at_loop))
-    return rows[same & (rows.budget.eq(str(job.budget)) | rows.budget.eq("fixed"))]
+    return rows[same & (rows.budget.eq(str(job.budget)) | rows.budget.eq(FIXED))]
 
 
 def _other_template(job, rows: pd.DataFrame) -> pd.DataFrame:
@@ -158,7 +159,7 @@ def _planned_n(card: pd.DataFrame, rows: pd.DataFrame, plan: pd.DataFrame) -> pd
                 return np.nan
             r = keyed.loc[h]
             hits = [asked.get((r.model, r.benchmark, r.method, b, r.chat_template, r.timed, stop))
-                    for b in ([r.budget] if r.budget != "fixed" else sorted(set(plan.budget)))
+                    for b in ([r.budget] if r.budget != FIXED else sorted(set(plan.budget)))
                     for stop in ((False, True) if windowed else (r.stop_at_loop,))]
             hits = [x for x in hits if x is not None]
             ns.append(max(hits) if hits else np.nan)

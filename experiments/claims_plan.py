@@ -21,6 +21,7 @@ from pathlib import Path
 from goose.benchmarks.prompts import benchmark_config, load_prompts
 from goose.errors import GooseError
 from goose.paths import CLAIMS_PLAN, EXPERIMENTS
+from goose.storage.metrics import FIXED
 
 # Parameters (billions) of the paper's models: the weights a forward reads.
 PARAMS_B = {"vicuna-7b": 6.74, "vicuna-13b": 13.0, "vicuna-33b": 32.5, "llama3-8b": 8.03, "qwen3-8b": 8.19,
@@ -102,7 +103,7 @@ def plan(profile: str, results: str | None, bandwidth_gbs: float, efficiency: fl
             n = prompt_count(bench, job["n_prompts"])
             tokens = n * benchmark_config(bench).paper_max_new_tokens
             forward_s = PARAMS_B[model] * 2e9 / (bandwidth_gbs * 1e9 * efficiency)
-            tau = taus.get((method, budget), taus.get((method, "fixed"), DEFAULT_TAU))
+            tau = taus.get((method, budget), taus.get((method, FIXED), DEFAULT_TAU))
             forwards = tokens / tau + (tokens if job["timed"] else 0)  # the timed AR beside each prompt
             if (model, bench) not in refs:  # AR's reference tokens, once per model and benchmark
                 refs.add((model, bench))

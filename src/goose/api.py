@@ -11,7 +11,6 @@ settings and seed), as every run of run.py does.
 
 from __future__ import annotations
 
-import numbers
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ import torch
 
 from goose.core.identity import ModelIdentity
 from goose.core.sections import ModelSpec
+from goose.core.values import got, is_flag, is_number, is_whole
 from goose.drafting.budget import Budget, CostCurve, cost_curve
 from goose.drafting.contract import BUDGET, MEMORY, MEMORY_MODES, Drafter, role_fields
 from goose.engine.backends import apply_backend, default_backend
@@ -92,7 +92,7 @@ def load(name: str, device: str = "auto", dtype: str = "auto", quiet: bool = Fal
     `backend`: how its forward runs (goose.engine.backends: eager, prepacked, or auto: prepacked for fp32 on a CPU)."""
     if not isinstance(name, (str, os.PathLike)):
         raise GooseError(f"goose.load: name must be a str, a model config name, a local path or a hub id "
-                         f"({_got(name)}).")
+                         f"({got(name)}).")
     for key, value in (("device", device), ("dtype", dtype), ("backend", backend)):
         _str_arg("goose.load", key, value)
     _flag("goose.load", "quiet", quiet)
@@ -143,43 +143,29 @@ class Output:
 
 
 # --- the arguments: each of its type, or one GooseError naming it (a truthy "no" is not True) -----------------
-def _got(value) -> str:
-    """What was given: the value and, where its text does not say it, its type (numpy's as numpy.NAME)."""
-    if value is None or isinstance(value, bool):
-        return f"got {value!r}"
-    kind = type(value).__name__
-    if type(value).__module__ == "numpy":
-        kind = f"numpy.{kind}"
-    return f"got {value!r}, {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
-
-
-def _is_numpy_bool(value) -> bool:
-    return type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
-
-
 def _flag(fn: str, name: str, value) -> bool:
-    if isinstance(value, bool) or _is_numpy_bool(value):
+    if is_flag(value):
         return bool(value)
-    raise GooseError(f"{fn}: {name} must be True or False ({_got(value)}).")
+    raise GooseError(f"{fn}: {name} must be True or False ({got(value)}).")
 
 
 def _whole(fn: str, name: str, value, low: int | None = None) -> int:
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and (low is None or value >= low):
+    if is_whole(value, low):
         return int(value)
     at_least = f" >= {low}" if low is not None else ""
-    raise GooseError(f"{fn}: {name} must be an integer{at_least} ({_got(value)}).")
+    raise GooseError(f"{fn}: {name} must be an integer{at_least} ({got(value)}).")
 
 
 def _real(fn: str, name: str, value) -> float:
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+    if is_number(value):
         return value if isinstance(value, (int, float)) else float(value)
-    raise GooseError(f"{fn}: {name} must be a number ({_got(value)}).")
+    raise GooseError(f"{fn}: {name} must be a number ({got(value)}).")
 
 
 def _str_arg(fn: str, name: str, value) -> str:
     if isinstance(value, str):
         return value
-    raise GooseError(f"{fn}: {name} must be a str ({_got(value)}).")
+    raise GooseError(f"{fn}: {name} must be a str ({got(value)}).")
 
 
 def _model(fn: str, model) -> Model:
@@ -194,19 +180,19 @@ def _method_args(fn: str, method, budget, memory):
     a memory mode."""
     if not isinstance(method, (str, Drafter)):
         raise GooseError(f"{fn}: method must be a method name such as 'goose' or a Drafter instance "
-                         f"({_got(method)}).")
-    if isinstance(budget, numbers.Integral) and not isinstance(budget, bool):
+                         f"({got(method)}).")
+    if is_whole(budget):
         budget = int(budget)
     elif not (budget is None or (isinstance(budget, str) and budget == "auto")):
-        raise GooseError(f"{fn}: budget must be an integer number of draft nodes >= 1 or 'auto' ({_got(budget)}), or "
+        raise GooseError(f"{fn}: budget must be an integer number of draft nodes >= 1 or 'auto' ({got(budget)}), or "
                          "None: the method's default, or a Drafter instance's own.")
     if memory is not None and memory not in MEMORY_MODES:
         raise GooseError(f"{fn}: memory must be None (the method's default), {' or '.join(map(repr, MEMORY_MODES))} "
-                         f"({_got(memory)}).")
+                         f"({got(memory)}).")
     return method, budget, memory
 
 
-def _prompt_got(prompt) -> str:
+def _promptgot(prompt) -> str:
     """What a refused prompt was, in words: an empty tensor, a list holding a non-id, ..."""
     if isinstance(prompt, torch.Tensor) or type(prompt).__module__ == "numpy":
         kind = "tensor" if isinstance(prompt, torch.Tensor) else "numpy array"
@@ -215,9 +201,9 @@ def _prompt_got(prompt) -> str:
     if isinstance(prompt, (list, tuple)):
         if not prompt:
             return f"got an empty {type(prompt).__name__}"
-        bad = next((t for t in prompt if isinstance(t, bool) or not isinstance(t, numbers.Integral)), None)
+        bad = next((t for t in prompt if not is_whole(t)), None)
         return f"got a {type(prompt).__name__} holding {bad!r}, not a token id"
-    return _got(prompt)
+    return got(prompt)
 
 
 def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
@@ -236,7 +222,7 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
         if "int" not in str(prompt.dtype):
             raise GooseError(f"prompt: token ids must be integers; got an array of {prompt.dtype}.")
         prompt = prompt.tolist()
-    if isinstance(prompt, (list, tuple)) and all(isinstance(t, numbers.Integral) and not isinstance(t, bool)
+    if isinstance(prompt, (list, tuple)) and all(is_whole(t)
                                                  for t in prompt) and prompt:
         prompt = [int(t) for t in prompt]
         vocab = model.hf.config.vocab_size
@@ -244,7 +230,7 @@ def _prompt_ids(model: Model, prompt, chat_template: bool) -> list[int]:
         if bad:
             raise GooseError(f"prompt: token ids {bad[:5]} are outside this model's vocabulary (0..{vocab - 1}).")
         return list(prompt)
-    raise GooseError(f"prompt must be a string, a non-empty list of token ids or a 1-D tensor; {_prompt_got(given)}.")
+    raise GooseError(f"prompt must be a string, a non-empty list of token ids or a 1-D tensor; {_promptgot(given)}.")
 
 
 def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
@@ -275,8 +261,9 @@ def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
 def make_method(model: Model, method: str | Drafter, budget: int | str | None = None,
                 memory: str | None = None) -> Drafter:
     """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` (None: the config's
-    default, 60) and `memory`, or a drafter instance, which drafts with its own Config: a budget or memory given
-    beside it must be its own (else refused in one line), and budget="auto" arms pruning on it."""
+    default, auto where the method prunes its drafts, else the paper's 60) and `memory`, or a drafter instance,
+    which drafts with its own Config: a budget or memory given beside it must be its own (else refused in one
+    line), and budget="auto" arms pruning on it."""
     fn = "goose.make_method"
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)
@@ -306,10 +293,10 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
              seed: int = 0, memory: str | None = None, stop_at_eos: bool = True,
              chat_template: bool = False) -> Output:
     """Decode `prompt` (a string, a list of token ids or a 1-D tensor) with `method` (a name such as
-    "goose", "pld", "tr", "ar", or a Drafter instance). `budget` None: the method's default (60), or a Drafter
-    instance's own (a budget or memory that differs from an instance's own is refused). Stops at the tokenizer's
-    EOS (unless stop_at_eos=False) and after max_new_tokens. temperature > 0 samples exactly: the tokens AR
-    sampling gives with the same seed."""
+    "goose", "pld", "tr", "ar", or a Drafter instance). `budget` None: the method's default (auto where it prunes
+    its drafts, else 60), or a Drafter instance's own (a budget or memory that differs from an instance's own is
+    refused). Stops at the tokenizer's EOS (unless stop_at_eos=False) and after max_new_tokens. temperature > 0
+    samples exactly: the tokens AR sampling gives with the same seed."""
     fn = "goose.generate"
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 
 from goose.benchmarks.prompts import load_benchmark
 from goose.core.sections import close_match
+from goose.drafting.contract import no_auto_budget
 from goose.errors import GooseError
 from goose.models.loading import TOKENIZER_FILES, _is_gguf, identify_model
 from goose.paths import CONF, config_names, register_experiments
@@ -240,8 +241,7 @@ def _check_job(cfg: DictConfig, remote: bool):
     else:
         spec = checked_spec(cfg)
     if spec.budget.auto and not spec.method.cls.capabilities.auto_budget:
-        raise GooseError(f"method '{spec.method.name}' does not support budget=auto (it cannot prune its drafts); "
-                         "give a number of nodes, e.g. budget=60.")
+        raise no_auto_budget(spec.method.name)
     return spec
 
 

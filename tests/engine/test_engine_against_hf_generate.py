@@ -130,9 +130,11 @@ def test_stop_rules_inside_accepted_path(tiny, prompts):
 
 
 def test_commit_cuts():
-    assert commit([1, 2, 3], 2, frozenset()) == ([1, 2], True)
-    assert commit([1, 2, 3], 5, frozenset([2])) == ([1, 2], True)
-    assert commit([1, 2], 5, frozenset()) == ([1, 2], False)
+    from goose.running.loop import LoopWatch
+
+    assert commit([1, 2, 3], 2, frozenset(), LoopWatch()) == ([1, 2], "cap")
+    assert commit([1, 2, 3], 5, frozenset([2]), LoopWatch()) == ([1, 2], "stop")
+    assert commit([1, 2], 5, frozenset(), LoopWatch()) == ([1, 2], "")
 
 
 def test_walk_and_ancestors():

@@ -27,6 +27,7 @@ from goose.drafting.contract import (
 )
 from goose.errors import GooseError, MissingLibrary
 from goose.paths import CONF, config_names, register_experiments
+from goose.storage.metrics import FIXED
 
 
 def search_path_override(search_path: list[str] | tuple[str, ...]) -> list[str]:
@@ -70,6 +71,21 @@ def drafter_class(method: Mapping) -> type[Drafter]:
     if not (isinstance(cls, type) and issubclass(cls, Drafter)):
         raise GooseError(f"method '{method.get('name')}': {target} is not a goose Drafter.")
     return cls
+
+
+PAPER_NODES = 60  # the paper's B: what a method that cannot prune its drafts takes when no budget is given
+
+
+def method_budget(method, budget: Budget | None) -> Budget:
+    """The budget a method runs at: the one given, else its default (budget=null): what pays on this hardware (auto)
+    for a method that can prune its drafts, the paper's B for one that cannot (ar, lookahead). The paper's
+    experiments state B = 60 themselves."""
+    if budget is not None:
+        return budget
+    if isinstance(method, DictConfig):
+        method = OmegaConf.to_container(method, resolve=True)
+    prunes = isinstance(method, Mapping) and drafter_class(method).capabilities.auto_budget
+    return Budget.parse("auto" if prunes else PAPER_NODES)
 
 
 def resolve_method(method, budget: Budget, memory: str | None = None) -> MethodSpec:
@@ -166,10 +182,19 @@ def parse_spec(spec: str) -> tuple[str, str, str]:
     return name, budget, memory
 
 
+def budget_label(budget: Budget, config) -> str | int:
+    """The budget a row, a folder and a label record, derived here only: auto, the nodes where a number changes the
+    drafter's drafts, else FIXED (ar, pld, tr: a budget sweep runs them once)."""
+    if budget.auto:
+        return "auto"
+    return budget.nodes if takes_budget(config) else FIXED
+
+
 def spec_label(name: str, drafter: Drafter, budget: Budget) -> str:
     """What a configuration is, whatever was typed: `suffix` and `suffix:run` are both
     `suffix@60:run`; `pld:run` is `pld` (no budget changes it, it keeps no state)."""
-    b = "auto" if budget.auto else str(budget.nodes) if takes_budget(drafter.config) else ""
+    label = budget_label(budget, drafter.config)
+    b = "" if label == FIXED else str(label)
     m = memory_label(drafter.config)
     return name + (f"@{b}" if b else "") + (f":{m}" if m != NO_MEMORY else "")
 
@@ -185,7 +210,7 @@ def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] |
         check_memory(memory, f"method spec {spec!r}")
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])
     cfg = compose_config(overrides, search_path)
-    budget = Budget.parse(cfg.budget)
+    budget = method_budget(cfg.method, None if cfg.budget is None else Budget.parse(cfg.budget))
     return resolve_method(cfg.method, budget, memory or cfg.get("memory")), budget
 
 

@@ -30,13 +30,13 @@ from goose.core.sections import (
     section,
     wandb_section,
 )
+from goose.core.values import is_flag, is_number, is_whole
 from goose.drafting.budget import Budget
-from goose.drafting.contract import check_memory, memory_label, takes_budget
+from goose.drafting.contract import check_memory, memory_label
 from goose.engine.backends import check_backend, default_backend
 from goose.engine.sampling import Sampling
 from goose.errors import GooseError
 from goose.models.loading import resolve_device, resolve_dtype
-from goose.storage.metrics import FIXED
 
 SETTING = "goose_setting"
 
@@ -78,7 +78,7 @@ def whole(name: str, low: int, what: str, null: str = "") -> Callable[[Any], int
     def parse(v):
         if v is None and null:
             return None
-        if isinstance(v, int) and not isinstance(v, bool) and v >= low:
+        if is_whole(v, low):
             return v
         raise GooseError(f"{name} must be an integer >= {low}{' or null (' + null + ')' if null else ''}: {what} "
                          f"(got {v!r}).")
@@ -97,7 +97,7 @@ def one_of(name: str, choices: tuple[str, ...], null: bool = False) -> Callable[
 
 def flag(name: str) -> Callable[[Any], bool]:
     def parse(v):
-        if isinstance(v, bool):
+        if is_flag(v):
             return v
         raise GooseError(f"{name} must be true or false (got {v!r}).")
 
@@ -108,7 +108,7 @@ def text(name: str, null: bool = True) -> Callable[[Any], str | None]:
     def parse(v):
         if v is None and null:
             return None
-        if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+        if isinstance(v, str) or is_number(v):
             return str(v)
         raise GooseError(f"{name} must be a string{' or null' if null else ''} (got {v!r}).")
 
@@ -117,7 +117,7 @@ def text(name: str, null: bool = True) -> Callable[[Any], str | None]:
 
 def number(name: str) -> Callable[[Any], float]:
     def parse(v):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if is_number(v):
             return v
         raise GooseError(f"{name} must be a number (got {v!r}).")
 
@@ -128,8 +128,8 @@ def anything(v):
     return v
 
 
-def budget_value(v) -> Budget:
-    return Budget.parse(v)
+def budget_value(v) -> Budget | None:
+    return None if v is None else Budget.parse(v)  # None: the method's default (registry.method_budget)
 
 
 def memory_mode(v) -> str | None:
@@ -211,9 +211,9 @@ class RunSpec:
     @property
     def budget_label(self) -> str | int:
         """As given, or `fixed` for a method no numeric budget changes (a budget sweep runs it once)."""
-        if self.budget.auto:
-            return "auto"
-        return self.budget.nodes if takes_budget(self.method.config) else FIXED
+        from goose.running.registry import budget_label  # start-up time: omegaconf only when a spec is built
+
+        return budget_label(self.budget, self.method.config)
 
     @property
     def memory_label(self) -> str:
@@ -279,8 +279,9 @@ class RunSpec:
         if values["concurrency"] > 1 and values["speedup_reference"] == "cached":
             raise GooseError("speedup_reference=cached reuses AR timings of one request at a time; at concurrency > 1 "
                              "batched AR is timed beside the method's batch (interleaved) or not at all (none).")
-        from goose.running.registry import resolve_method  # start-up time: omegaconf only when a spec is built
+        from goose.running.registry import method_budget, resolve_method  # start-up time: omegaconf only when built
 
+        values["budget"] = method_budget(plain.get("method"), values["budget"])
         method = resolve_method(plain.get("method"), values["budget"], values["memory"])
         device, dtype = resolved_device_dtype(values["device"], values["dtype"], model)
         backend = resolved_backend(values["engine_backend"], device, dtype)

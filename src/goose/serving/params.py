@@ -10,11 +10,11 @@ stream_options.continuous_usage_stats (what GuideLLM asks for).
 
 from __future__ import annotations
 
-import numbers
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from goose.core.values import is_flag, is_number, is_whole
 from goose.engine.sampling import Sampling
 from goose.errors import GooseError
 from goose.serving.replies import ApiError, refused
@@ -89,21 +89,13 @@ CHAT = {k for k, (where, _) in PARAMETERS.items() if "chat" in where}
 ROLES = ("system", "developer", "user", "assistant")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
-
-
 def _bad(param: str, what: str, value) -> ApiError:
     return ApiError(400, f"{param} must be {what} (got {value!r})", param=param, code="invalid_parameter")
 
 
 def _flag(body: dict, key: str) -> bool:
     v = body.get(key)
-    if v is None or isinstance(v, bool):
+    if v is None or is_flag(v):
         return bool(v)
     raise _bad(key, "true or false", v)
 
@@ -111,7 +103,7 @@ def _flag(body: dict, key: str) -> bool:
 def _neutral(body: dict) -> None:
     for key, (allowed, why) in NEUTRAL.items():
         v = body.get(key)
-        if v is None or any(v == a and type(v) is type(a) or (_is_number(v) and _is_number(a) and v == a)
+        if v is None or any(v == a and type(v) is type(a) or (is_number(v) and is_number(a) and v == a)
                             for a in allowed):
             continue
         raise refused(key, f"{why} (got {v!r})")
@@ -123,7 +115,7 @@ def _max_tokens(body: dict, chat: bool) -> int | None:
     if len(set(map(repr, given.values()))) > 1:
         raise ApiError(400, "max_tokens and max_completion_tokens differ: give one", param="max_tokens")
     for key, v in given.items():
-        if not _is_int(v) or v < 1:
+        if not is_whole(v) or v < 1:
             raise _bad(key, "an integer >= 1", v)
         return int(v)
     return None
@@ -132,10 +124,10 @@ def _max_tokens(body: dict, chat: bool) -> int | None:
 def _sampling(body: dict) -> Sampling | None:
     t, p, k, seed = (body.get(x) for x in ("temperature", "top_p", "top_k", "seed"))
     for key, v in (("temperature", t), ("top_p", p)):
-        if v is not None and not _is_number(v):
+        if v is not None and not is_number(v):
             raise _bad(key, "a number", v)
     for key, v in (("top_k", k), ("seed", seed)):
-        if v is not None and not _is_int(v):
+        if v is not None and not is_whole(v):
             raise _bad(key, "an integer", v)
     if k == -1:  # vLLM's "off"
         k = 0
@@ -184,7 +176,7 @@ def _prompt_ids(body: dict, target: Target) -> list[int]:
             raise _bad("prompt", "a non-empty string or a list of token ids", p)
         with target.lock:
             return list(target.tokenizer(p).input_ids)
-    if isinstance(p, list) and p and all(_is_int(t) for t in p):
+    if isinstance(p, list) and p and all(is_whole(t) for t in p):
         bad = [t for t in p if not 0 <= t < target.vocab]
         if bad:
             raise _bad("prompt", f"token ids in 0..{target.vocab - 1}", bad[:5])
