@@ -153,7 +153,8 @@ def test_without_sglangs_sources_the_method_is_unavailable_in_one_line(monkeypat
         SGLangNgramDrafter()
     assert "\n" not in str(e.value)
     SGLangNgramDrafter(impl="python")  # the reimplementation needs nothing
-    assert list(build_drafters(["sglang-ngram", "pld"], skip_missing=True)) == ["pld"]
+    # B = 60 named: the key is the name alone
+    assert list(build_drafters(["sglang-ngram@60", "pld@60"], skip_missing=True)) == ["pld"]
 
 
 def test_the_budget_sets_the_equal_budget_variants_draft_tokens():
