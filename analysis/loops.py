@@ -68,8 +68,10 @@ def windows(rows: pd.DataFrame) -> pd.DataFrame:
     """Every row's loop-free window (`loop_free`), a run stopped at its first loop (stop_at_loop) read as its full
     twin: the same configuration but for the stop, so the same window on every prompt both ran. A stopped row takes
     its twin's config hash and benchmark label (a twinless one: the label of the full runs of its benchmark, model
-    and template); on a prompt both ran the full run's row is kept. attrs["twins"]: (prompts both ran, of them
-    with an equal window: tokens and forwards), the check that a stop changes no window."""
+    and template); on a prompt both ran the full run's row is kept. A method that keeps state across the prompts of
+    a run (memory=run: Token Recycling's matrix, SuffixDecoding's tree) has no twin: a stop changes what the earlier
+    prompts leave it, so its stopped runs are a configuration of their own. attrs["twins"]: (prompts both ran, of
+    them with an equal window: tokens and forwards), the check that a stop changes no window."""
     from goose.analysis.selection import differences  # start-up time: selection reads the method registry
 
     out = loop_free(rows)
@@ -86,8 +88,9 @@ def windows(rows: pd.DataFrame) -> pd.DataFrame:
     twin = ranked.drop_duplicates("key").set_index("key")
     labels = {k: g.benchmark.iloc[0] for k, g in full.sort_values("benchmark")
               .groupby(["model", "benchmark_name", "chat_template"], sort=False)}
+    carried = stopped.memory.astype(str).eq("run") if "memory" in stopped else pd.Series(False, index=stopped.index)
     for i, key in text[stop].items():
-        if key in twin.index:
+        if key in twin.index and not carried[i]:
             stopped.loc[i, ["config_hash", "benchmark"]] = twin.loc[key, ["config_hash", "benchmark"]].tolist()
         else:
             r = stopped.loc[i]

@@ -86,3 +86,17 @@ def test_runs_stopped_at_their_loop_add_prompts_to_the_window_and_none_to_the_pr
     card = scorecard(rows).set_index(["reading", "claim", "comparison"])
     assert card.loc[(LOOP_FREE, 3, "goose vs iso3")].n == 8 and card.loc[(PROTOCOL, 3, "goose vs iso3")].n == 4
     assert card.attrs["twins"] == (4, 4)  # GOOSE's 2 and Iso(3)'s 2
+
+
+def test_a_method_that_carries_state_across_prompts_is_not_read_as_its_whole_twin(tmp_path):
+    """Token Recycling keeps its matrix across a run's prompts (memory=run): stopped, the earlier prompts leave it
+    other state, so its window may differ from the whole run's. Its stopped runs stay a configuration of their own."""
+    fresh = list(range(100, 140))
+    whole = fresh + fresh[:40] + fresh[:20]
+    head = ["bonus", "branch"] * 20
+    root = tmp_path / "r"
+    _run(root, "tr", [(whole, head + ["branch", "bonus"] * 30)] * 4, "tr-run", memory="run")
+    _run(root, "tr", [(whole[:72], head + ["bonus"] * 32)] * 6, "tr-run-stop", first=2, stop_at_loop=True,
+         memory="run")
+    w = windows(load_rows(root))
+    assert w.attrs["twins"] == (0, 0) and set(w.config_hash) == {"tr-run", "tr-run-stop"} and len(w) == 10
