@@ -78,7 +78,7 @@ def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0) -> tup
     if part.empty:
         if claim.gpu and stale:
             return f"timing stale ({stale} rows), left out", ""
-        return ("no chat-template rows (a base model has no template)" if reading == CHAT else "not run"), ""
+        return ("no chat-template rows (not run, or a base model without one)" if reading == CHAT else "not run"), ""
     k = part.benchmark.nunique()
     lossy = part[part.verdict == NOT_LOSSLESS]
     part = part[part.verdict != NOT_LOSSLESS]

@@ -160,6 +160,9 @@ class NgramModConfig:
 
     def __post_init__(self):
         check_range(self, {"n_match": (1, 1024), "n_min": (0, 1024), "n_max": (0, 1024)})
+        if self.n_max < self.n_min:  # llama.cpp takes it and never drafts: a run of AR under another name
+            raise ValueError(f"llamacpp-ngram-mod: n_max ({self.n_max}) must be >= n_min ({self.n_min}): a draft "
+                             "shorter than n_min is dropped, so it would never draft")
         if self.pool_size < 1 or self.chunk < 0:
             raise ValueError(f"pool_size must be >= 1 and chunk >= 0 (got {self.pool_size}, {self.chunk})")
         check_memory(self.memory, "llamacpp-ngram-mod")

@@ -175,7 +175,7 @@ def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
             "no size in the paper"] in cells
     assert ["3. vs balanced trees", "paper's protocol", "+12..+33%", "not run", ""] in cells
     assert ["3. vs balanced trees", "chat template", "+12..+33%",
-            "no chat-template rows (a base model has no template)", ""] in cells
+            "no chat-template rows (not run, or a base model without one)", ""] in cells
     block = summary_block(text)  # the README's: at a glance, the loop-free window first (no outputs records here)
     assert ["5. ahead of peers", "> 0% in every cell", "- · 4/4 · -", "- · -"] in cells
     assert ["3. vs balanced trees", "+12..+33%", "- · - · -", "- · -"] in cells

@@ -184,7 +184,8 @@ def test_mod_empties_the_table_after_five_low_verifications_in_a_row():
 def test_mod_defaults_are_llamacpps_and_memory_is_run():
     c = NgramModConfig()
     assert (c.n_match, c.n_min, c.n_max, c.pool_size, c.chunk, c.memory) == (24, 48, 64, 4 * 1024 * 1024, 32, "run")
-    for bad in ({"n_match": 0}, {"n_max": 1025}, {"n_min": -1}, {"pool_size": 0}, {"memory": "forever"}):
+    for bad in ({"n_match": 0}, {"n_max": 1025}, {"n_min": -1}, {"pool_size": 0}, {"memory": "forever"},
+                {"n_max": 0}):  # below n_min: it would never draft
         with pytest.raises(Exception, match="must"):
             NgramModConfig(**bad)
     d, _ = drafter_for("llamacpp-ngram-mod")
