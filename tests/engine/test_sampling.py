@@ -392,7 +392,7 @@ def test_a_node_keyed_by_its_own_position_is_caught(tiny, prompts, monkeypatch):
 @pytest.mark.integration
 def test_a_sampled_run_is_lossless_against_the_ar_sampler(tiny_folder, prompt_file, tmp_path, run_goose):
     common = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
-              "max_new_tokens=24", f"results_dir={tmp_path}", "n_prompts=3", "budget=60"]
+              "max_new_tokens=24", f"results_dir={tmp_path}", "n_prompts=3"]
     sampled = ["temperature=0.7", "top_p=0.95"]
     run_goose("method=goose", *common, *sampled)
     run_goose("method=goose", *common)

@@ -163,7 +163,7 @@ def test_one_tpot_definition_prefill_excluded_at_every_concurrency(tiny, monkeyp
     args = Namespace(max_new_tokens=8, concurrency=[1, 2], repeats=1, json=str(tmp_path / "c.json"), figure=None,
                      model="tiny")
     out = concurrency_sweep.run(args, tiny, byte_tokenizer(), frozenset(), prompts,
-                                build_drafters(["pld@60"], "smollm2-135m"), None, None, torch.device("cpu"),
+                                build_drafters(["pld"], "smollm2-135m"), None, None, torch.device("cpu"),
                                 torch.float32, None)
     cells = {(r["method"], r["concurrency"]): r for r in out}
     for c in (1, 2):
