@@ -149,6 +149,7 @@ def test_the_metrics_parse_and_add_up(tiny):
     prompts = many_prompts()
     with Live(tiny_served(tiny, "goose", rows=2)) as live:
         answers = [live.post("/v1/completions", {"prompt": p, "max_tokens": 20})[1] for p in prompts[:4]]
+        assert live.idle()  # every request's bookkeeping done (a busy machine may read the metrics before it)
         m = live.metrics()
     made = sum(a["usage"]["completion_tokens"] for a in answers)
     assert m["goose_requests_total{outcome=finished}"] == 4
