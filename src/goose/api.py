@@ -290,11 +290,12 @@ def make_method(model: Model, method: str | Drafter, budget: int | str | None = 
 def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int | str | None = None,
              max_new_tokens: int = 128, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
              seed: int = 0, memory: str | None = None, stop_at_eos: bool = True,
-             chat_template: bool = False) -> Output:
+             chat_template: bool = False, stop_at_loop: bool = False) -> Output:
     """Decode `prompt` (a string, a list of token ids or a 1-D tensor) with `method` (a name such as
     "goose", "pld", "tr", "ar", or a Drafter instance). `budget` None: the method's default (60), or a Drafter
     instance's own (a budget or memory that differs from an instance's own is refused). Stops at the tokenizer's
-    EOS (unless stop_at_eos=False) and after max_new_tokens. temperature > 0 samples exactly: the tokens AR
+    EOS (unless stop_at_eos=False), after max_new_tokens and, with stop_at_loop=True, once the answer's last 32
+    tokens repeat an earlier run of it (run.py's stop_at_loop). temperature > 0 samples exactly: the tokens AR
     sampling gives with the same seed."""
     fn = "goose.generate"
     model = _model(fn, model)
@@ -303,6 +304,7 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     temperature, top_p = _real(fn, "temperature", temperature), _real(fn, "top_p", top_p)
     top_k, seed = _whole(fn, "top_k", top_k, 0), _whole(fn, "seed", seed)
     stop_at_eos, chat_template = _flag(fn, "stop_at_eos", stop_at_eos), _flag(fn, "chat_template", chat_template)
+    stop_at_loop = _flag(fn, "stop_at_loop", stop_at_loop)
     if isinstance(method, str) and "@" in method:
         raise GooseError(f"method={method!r}: give the budget as budget=..., e.g. method='goose', budget=30.")
     if memory == "run" and not isinstance(method, Drafter):
@@ -316,7 +318,7 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     ids = _prompt_ids(model, prompt, chat_template)
     check_length(f"{fn}: the prompt", len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),
-                 None if sampling.greedy else sampling)
+                 None if sampling.greedy else sampling, stop_at_loop)
     pieces = token_pieces(model.tokenizer, gen.tokens)
     return Output(text="".join(pieces), tokens=gen.tokens, pieces=pieces, origins=gen.origins,
                   method=method if isinstance(method, str) else type(method).__name__, tau=gen.tau, steps=gen.steps,

@@ -85,6 +85,20 @@ def test_eos_stops_by_default_and_a_drafter_instance_works(model):
     assert auto.auto is not None  # budget="auto" armed pruning on the instance
 
 
+def test_stop_at_loop_through_the_api_ends_every_method_where_ar_ends(model):
+    from goose.running.loop import loop_stop
+
+    ids = model.tokenizer(TEXT).input_ids
+    whole = goose.generate(model, ids, method="ar", max_new_tokens=300, stop_at_eos=False)
+    kept = loop_stop(whole.tokens)
+    assert kept < 300  # the tiny model loops
+    for method in ("ar", "goose", "pld"):
+        out = goose.generate(model, ids, method=method, max_new_tokens=300, stop_at_eos=False, stop_at_loop=True)
+        assert out.tokens == whole.tokens[:kept], method
+    with pytest.raises(GooseError, match="stop_at_loop"):
+        goose.generate(model, ids, stop_at_loop="yes")
+
+
 def test_sampling_through_the_api_matches_ar_sampling(model):
     ids = model.tokenizer(TEXT).input_ids
     ar = goose.generate(model, ids, method="ar", max_new_tokens=24, temperature=0.8, seed=3)
