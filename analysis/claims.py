@@ -240,12 +240,13 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     rows = rows.astype({c: object for c in rows.select_dtypes("str").columns}).copy()  # copy: into few blocks
     chat = rows.chat_template.astype(bool)
     stopped = rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
-    cards, configs, cells, twins, stale = [], [], [], [0, 0], {}
+    cards, configs, cells, twins, stale, stopped_runs = [], [], [], [0, 0], {}, []
     for reading in READINGS:
         source = rows[~stopped] if reading == PROTOCOL else rows[chat if reading == CHAT else ~chat]
         if reading in WINDOWED and not source.empty:
             source = windows(source)
             twins = [a + b for a, b in zip(twins, source.attrs["twins"])]
+            stopped_runs += source.attrs["stopped"]
         out, read, its_cells, its_stale = _read(source, reading)
         stale |= {(reading, m): n for m, n in its_stale.items() if n}
         cards.append(pd.DataFrame(out).assign(reading=reading) if out else pd.DataFrame())
@@ -257,6 +258,7 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     card = pd.concat([c for c in cards if not c.empty], ignore_index=True)
     card.attrs["read"] = pd.DataFrame(configs).drop_duplicates(ignore_index=True)
     card.attrs["twins"] = tuple(twins)
+    card.attrs["stopped"] = pd.DataFrame(stopped_runs).drop_duplicates(ignore_index=True)
     card.attrs["stale timing"] = stale  # (reading, model) -> timed rows left out where the clock read nothing
     hashes = set(card.attrs["read"].config)
     skipped = [s for s in (not_read(c, hashes) for c in cells) if not s.empty]

@@ -76,7 +76,7 @@ def windows(rows: pd.DataFrame) -> pd.DataFrame:
 
     out = loop_free(rows)
     stop = out.stop_at_loop.astype(bool) if "stop_at_loop" in out else pd.Series(False, index=out.index)
-    out.attrs["twins"] = (0, 0)
+    out.attrs["twins"], out.attrs["stopped"] = (0, 0), []
     if not stop.any():
         return out
     out = out.assign(settings=[differences(r) or "" for _, r in out.iterrows()])
@@ -89,16 +89,20 @@ def windows(rows: pd.DataFrame) -> pd.DataFrame:
     labels = {k: g.benchmark.iloc[0] for k, g in full.sort_values("benchmark")
               .groupby(["model", "benchmark_name", "chat_template"], sort=False)}
     carried = stopped.memory.astype(str).eq("run") if "memory" in stopped else pd.Series(False, index=stopped.index)
+    own = stopped.config_hash.copy()  # the stopped runs' own hashes, for the page's list of what was read as what
     for i, key in text[stop].items():
         if key in twin.index and not carried[i]:
             stopped.loc[i, ["config_hash", "benchmark"]] = twin.loc[key, ["config_hash", "benchmark"]].tolist()
         else:
             r = stopped.loc[i]
             stopped.loc[i, "benchmark"] = labels.get((r.model, r.benchmark_name, r.chat_template), r.benchmark)
+    read_as = pd.DataFrame({"model": stopped.model, "method": stopped.method, "benchmark": stopped.benchmark_name,
+                            "stopped run": own, "read as": stopped.config_hash}).drop_duplicates(ignore_index=True)
     both = stopped.merge(full, on=["config_hash", "prompt_id"], suffixes=("", "_full"))
     equal = int(((both.new_tokens == both.new_tokens_full) & (both.steps == both.steps_full)).sum())
     stopped = stopped[~stopped.set_index(["config_hash", "prompt_id"]).index.isin(
         full.set_index(["config_hash", "prompt_id"]).index)]
     pooled = pd.concat([full, stopped.assign(stop_at_loop=False)]).drop(columns="settings")
     pooled.attrs["twins"] = (len(both), equal)
+    pooled.attrs["stopped"] = read_as.to_dict("records")  # plain records: pandas compares attrs when it combines
     return pooled

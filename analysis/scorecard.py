@@ -175,6 +175,14 @@ def _configurations(card: pd.DataFrame) -> list[str]:
              "Config), at the claims' budget; where several ran with the default settings (timed or not: the same "
              "drafts) the one with the most prompts. The config hash read, per benchmark (with any setting "
              "that differs from the default):", "", read.to_markdown(index=False), ""]
+    stopped = card.attrs.get("stopped", pd.DataFrame())
+    if not stopped.empty:
+        t = stopped.assign(same=stopped["stopped run"].eq(stopped["read as"]))
+        t["read as"] = [("its own configuration (memory=run, or no whole run)" if same else f"whole twin {h}")
+                        for same, h in zip(t.same, t["read as"])]
+        lines += ["Runs stopped at their first loop (stop_at_loop=true), in the window readings: each read as its "
+                  "whole twin's configuration (the same settings but the stop) where it has one, so the hash read "
+                  "above is the twin's:", "", t.drop(columns="same").to_markdown(index=False), ""]
     skipped = card.attrs.get("not read", pd.DataFrame())
     if not skipped.empty:
         lines += ["Not read:", "", skipped.to_markdown(index=False), ""]

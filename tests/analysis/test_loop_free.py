@@ -86,6 +86,8 @@ def test_runs_stopped_at_their_loop_add_prompts_to_the_window_and_none_to_the_pr
     card = scorecard(rows).set_index(["reading", "claim", "comparison"])
     assert card.loc[(LOOP_FREE, 3, "goose vs iso3")].n == 8 and card.loc[(PROTOCOL, 3, "goose vs iso3")].n == 4
     assert card.attrs["twins"] == (4, 4)  # GOOSE's 2 and Iso(3)'s 2
+    assert sorted(zip(card.attrs["stopped"]["stopped run"], card.attrs["stopped"]["read as"])) == [
+        ("goose-60-stop", "goose-60"), ("iso3-60-stop", "iso3-60")]
 
 
 def test_a_method_that_carries_state_across_prompts_is_not_read_as_its_whole_twin(tmp_path):
