@@ -55,12 +55,20 @@ def production_peers(df: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         raise SystemExit("production_peers: no rows of the paper's five benchmarks with raw prompts: run "
                          "`make reproduce-production-peers`")
+    peers = (*PRODUCTION_PEERS, *PRODUCTION_BESIDE)
+    absent = [m for m in peers if m not in set(rows.method)]
+    if GOOSE not in set(rows.method) or len(absent) == len(peers):
+        side = "GOOSE" if GOOSE not in set(rows.method) else f"production drafter ({', '.join(peers)})"
+        raise SystemExit(f"production_peers: these rows have no {side}: run it on the same prompts (python run.py "
+                         f"method=... results_dir=...), or `make reproduce-production-peers` for the whole comparison")
+    if absent:
+        print(f"[analysis] production_peers: no rows of {', '.join(absent)}: not compared")
     whole = rows[~rows.stop_at_loop.astype(bool)] if "stop_at_loop" in rows else rows
     out = []
     for reading, source in ((WHOLE, whole), (WINDOW, windows(rows))):
         for (model, bench), cell in source.groupby(["model", "benchmark_name"], sort=True):
             for budget in sorted(set(cell.budget[cell.method == GOOSE])):
-                for peer in (*PRODUCTION_PEERS, *PRODUCTION_BESIDE):
+                for peer in peers:
                     found = _pair(cell, budget, peer)
                     if found:
                         out.append({"reading": reading, "model": model, "benchmark": bench, **found})

@@ -27,7 +27,7 @@ def _run(root, method, budget, forwards, prompts, tokens=40):
             "benchmark.paper_max_new_tokens": 512})
 
 
-def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path):
+def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path, capsys):
     root = tmp_path / "r"
     _run(root, "goose", "60", 10, 4)  # tau 4
     _run(root, "vllm-ngram", "fixed", 20, 4)  # tau 2
@@ -42,9 +42,13 @@ def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path)
     assert whole["goose speedup"] == pytest.approx(4.0) and whole["peer speedup"] == pytest.approx(2.0)
     assert window[["goose speedup", "peer speedup"]].isna().all()  # a window has no clock
     assert "sglang-ngram" not in set(t.index.get_level_values("peer"))  # not run: no row, no made-up one
+    assert "no rows of sglang-ngram, llamacpp-ngram-simple, pld, goose-suffix: not compared" in capsys.readouterr().out
 
 
 def test_rows_without_a_production_drafter_are_refused_in_one_line(tmp_path):
     _run(tmp_path / "r", "goose", "60", 10, 4)
-    with pytest.raises(SystemExit, match="make reproduce-production-peers"):
+    with pytest.raises(SystemExit, match=r"these rows have no production drafter \(sglang-ngram.*make reproduce-prod"):
         production_peers(load_rows(tmp_path / "r"))
+    _run(tmp_path / "s", "vllm-ngram", "fixed", 20, 4)
+    with pytest.raises(SystemExit, match="these rows have no GOOSE"):
+        production_peers(load_rows(tmp_path / "s"))
