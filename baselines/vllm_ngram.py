@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from goose.baselines.pld import PromptLookupDrafter
 from goose.drafting.context_match import ContextMatcher
-from goose.drafting.tree import Source, TreeDrafter, TreeNodes
-from goose.engine.draft import Draft, Verification
-
-NGRAM = Source("ngram")  # copied from an earlier occurrence of the tail n-gram (the same label as PLD's)
+from goose.drafting.tree import TreeDrafter
 
 
 @dataclass(frozen=True)
@@ -50,30 +48,18 @@ class VllmNgramConfig:
             raise ValueError(f"num_speculative_tokens must be >= 1 (got {self.num_speculative_tokens})")
 
 
-class VllmNgramDrafter(TreeDrafter):
-    """One chain per step, num_speculative_tokens long or up to the end of the context. No budget setting: a
-    numeric budget leaves the chain as vLLM drafts it (rows record budget=fixed); budget=auto prunes it."""
+class VllmNgramDrafter(PromptLookupDrafter):
+    """One chain per step, num_speculative_tokens long or up to the end of the context: PLD's drafting (the same
+    occurrence, the same chain) over vLLM's settings. No budget setting: a numeric budget leaves the chain as vLLM
+    drafts it (rows record budget=fixed); budget=auto prunes it. vLLM also cuts the chain to the room left before
+    max_model_len; goose's engine verifies only the nodes that fit before the context's end (docs/engine.md), so
+    the committed tokens are the same."""
 
     name = "vllm-ngram"
     Config = VllmNgramConfig
-    sources = (NGRAM,)
 
     def __init__(self, config: VllmNgramConfig | None = None, **overrides):
-        super().__init__(config, **overrides)
+        TreeDrafter.__init__(self, config, **overrides)  # PLD's own __init__ reads PLD's settings
         p = self.config
         sizes = tuple(range(p.prompt_lookup_max, p.prompt_lookup_min - 1, -1))
         self.matcher = ContextMatcher(sizes, p.num_speculative_tokens)
-
-    def start(self, context: list[int], prefill: Verification) -> None:
-        super().start(context, prefill)
-        self.matcher.reset(context)
-
-    def propose(self, context: list[int]) -> Draft:
-        # vLLM also cuts the chain to the room left before max_model_len; goose's engine verifies only the
-        # nodes that fit before the context's end (docs/engine.md), so the committed tokens are the same.
-        self.matcher.sync(context)
-        nodes = TreeNodes(context[-1])
-        m = self.matcher.match()
-        for i, t in enumerate(m.chain):
-            nodes.add(i, t, NGRAM, held=m.held + i)
-        return self.finish(nodes)
