@@ -164,6 +164,7 @@ class SGLangNgramDrafter(TreeDrafter):
 
     def skipped(self, context) -> None:
         """A batch step without a draft: what SGLang's step does around its draft (match, then insert the tail)."""
+        super().skipped(context)
         before = context[:-1]
         tail = self._tail(before)
         self.store.corpus.match(self.state, tail, len(before))

@@ -167,6 +167,11 @@ class Drafter:
         """Per-prompt counters for the results row (plain numbers or strings)."""
         return {}
 
+    def window_stats(self, tokens: int) -> dict:
+        """The counters that can be read over the answer's first `tokens` tokens alone (its loop-free window:
+        the forwards whose tokens begin there); the row carries them prefixed `loop_free_`."""
+        return {}
+
     # --- concurrency > 1: one drafter per request in flight -------------------------------------------------
     def spawn(self) -> Drafter:
         """A drafter for another request decoded beside this one (concurrency > 1): the same configuration

@@ -139,6 +139,7 @@ class SuffixLifecycle:
         self.suffix.commit(context)
 
     def skipped(self, context) -> None:
+        super().skipped(context)
         self.suffix.commit(context)
 
     def stop(self) -> None:

@@ -90,20 +90,39 @@ class SourceStats:
         self.counts: Counter = Counter()
         self.depth_drafted: Counter = Counter()
         self.depth_accepted: Counter = Counter()
+        # Per verified tree: the answer token its commit began at, and (source, depth, accepted?) -> nodes, so
+        # that acceptance by depth per source can also be read over the answer's loop-free window alone.
+        self.trees: list[tuple[int, Counter]] = []
 
-    def record(self, nodes: TreeNodes, path: list[int]) -> None:
-        """Count one verified tree."""
+    def record(self, nodes: TreeNodes, path: list[int], at: int = 0) -> None:
+        """Count one verified tree, whose accepted tokens and bonus are the answer's from token `at` on."""
         c = self.counts
         c["drafted"] += len(nodes) - 1
         c["accepted"] += len(path) - 1
         on_path = set(path)
+        tree: Counter = Counter()
         for i in range(1, len(nodes)):
-            name, d = nodes.source[i].name, nodes.depth[i]
+            name, d = nodes.source[i].name, min(nodes.depth[i], DEEP)
             hit = i in on_path
             c[f"{name}_drafted"] += 1
             c[f"{name}_accepted"] += hit
-            self.depth_drafted[min(d, DEEP)] += 1
-            self.depth_accepted[min(d, DEEP)] += hit
+            self.depth_drafted[d] += 1
+            self.depth_accepted[d] += hit
+            tree[name, d, False] += 1
+            tree[name, d, True] += hit
+        self.trees.append((at, tree))
+
+    def by_depth(self, before: int | None = None) -> dict:
+        """Per source, `<source>_by_depth`: `depth:accepted/drafted` per tree depth, `;`-separated, over every
+        verified tree, or (`before`) over the trees whose tokens begin before the answer's token `before` (the
+        forwards of its loop-free window, as goose.analysis.loops counts them)."""
+        total: Counter = Counter()
+        for at, tree in self.trees:
+            if before is None or at < before:
+                total.update(tree)
+        return {f"{name}_by_depth": ";".join(f"{_depth(d)}:{total[name, d, True]}/{total[name, d, False]}"
+                                             for d in sorted({d for (n, d, _) in total if n == name}))
+                for name in self.names}
 
     def step(self, nodes: TreeNodes, path: list[int]) -> dict:
         """One verified tree's numbers per source, for a trace line."""
@@ -120,10 +139,14 @@ class SourceStats:
             d, a = c[f"{name}_drafted"], c[f"{name}_accepted"]
             out.update({f"{name}_drafted": d, f"{name}_accepted": a, f"{name}_rate": a / d if d else 0.0})
         out["accept_by_depth"] = ";".join(
-            f"{d if d < DEEP else f'{DEEP}+'}:{self.depth_accepted[d]}/{self.depth_drafted[d]}"
-            for d in sorted(self.depth_drafted)
+            f"{_depth(d)}:{self.depth_accepted[d]}/{self.depth_drafted[d]}" for d in sorted(self.depth_drafted)
         )
+        out.update(self.by_depth())
         return out
+
+
+def _depth(d: int) -> str:
+    return str(d) if d < DEEP else f"{DEEP}+"
 
 
 class AdjacencyHarvester:
@@ -240,6 +263,8 @@ class TreeDrafter(Drafter):
             self.auto.reset()
             self.auto.context_len = len(context)  # what a verification attends to
         self.counters.reset()
+        self.answer_start = len(context) - 1  # the context ends with the answer's first token, the prefill's
+        self.at = 1  # the answer token the next verified tree's tokens begin at
         if self.trace is not None:
             self.trace = []
 
@@ -254,10 +279,14 @@ class TreeDrafter(Drafter):
         if self.auto is not None:
             self.auto.observe(nodes, result.path)
             self.auto.context_len = len(context)
-        self.counters.record(nodes, result.path)
+        self.counters.record(nodes, result.path, self.at)
+        self.at = len(context) - self.answer_start
         extra = self.step_info(nodes, result.path)
         if self.trace is not None:
             self.trace.append({**self.counters.step(nodes, result.path), **extra})
+
+    def skipped(self, context: list[int]) -> None:
+        self.at = len(context) - self.answer_start
 
     def share_with(self, other: Drafter) -> None:
         if self.harvester is not None and self.harvester.keep:  # memory=run: one table for every request
@@ -286,3 +315,6 @@ class TreeDrafter(Drafter):
         if self.auto is not None:
             out.update(self.auto.stats())
         return out
+
+    def window_stats(self, tokens: int) -> dict:
+        return self.counters.by_depth(before=tokens)

@@ -179,8 +179,9 @@ class Flight:
     def finish(self) -> Generation:
         """The request is done: the drafter stops (SuffixDecoding files its response) and gives its counters."""
         self.drafter.stop()
-        self.gen.stats = self.drafter.stats()
         self.gen.loop_free = self.watch.loop_free
+        window = {f"loop_free_{k}": v for k, v in self.drafter.window_stats(self.gen.loop_free).items()}
+        self.gen.stats = {**self.drafter.stats(), **window}
         return self.gen
 
 
