@@ -30,6 +30,7 @@ from goose.analysis.bootstrap import (
     within,
 )
 from goose.analysis.comparable import common_prompts
+from goose.analysis.depths import depth_table
 from goose.analysis.loops import windows
 from goose.analysis.paper import (
     ABLATION_DELTA_PCT,
@@ -124,11 +125,13 @@ def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[Comparison]:
     """The comparisons of `claim` in one model x benchmark cell, in a fixed order (one per label tried)."""
     g = pick(cell, GOOSE)
     n = claim.number
-    if n == 1:
+    if n == 1:  # in a window reading, the rows that carry the window's counts (analysis.loops._window_counts)
         own = within(source_acceptance("spine"), source_acceptance("branch"))
-        return [Comparison(f"{GOOSE}: spine / branch nodes", [GOOSE], [g], own),
+        sides = (g, *(pick(cell, m) for m in GAP_PAIR))
+        counted = [s[s.drafted.notna()] if "loop_free_share" in s and "drafted" in s else s for s in sides]
+        return [Comparison(f"{GOOSE}: spine / branch nodes", [GOOSE], [counted[0]], own),
                 Comparison(f"{GAP_PAIR[0]} / {GAP_PAIR[1]} standalone", list(GAP_PAIR),
-                           [pick(cell, m) for m in GAP_PAIR], ratio(acceptance), counted=False,
+                           counted[1:], ratio(acceptance), counted=False,
                            note="as published, standalone: a chain against a wide tree, so tree size as much as "
                            "source quality")]
     if n == 2:
@@ -220,7 +223,7 @@ PROTOCOL, LOOP_FREE, CHAT = "paper's protocol", "loop-free window", "chat templa
 # template's answers through the same window (they loop too).
 READINGS = (LOOP_FREE, PROTOCOL, CHAT)
 WINDOWED = (LOOP_FREE, CHAT)
-NO_WINDOW = (1, 4)  # no window reading: drafted tokens per forward are not recorded, the clock is not per token
+NO_WINDOW = (4,)  # no window reading: the clock is not per token (claim 1's: rows that carry the window's counts)
 
 
 def scorecard(df: pd.DataFrame) -> pd.DataFrame:
@@ -240,14 +243,15 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     rows = rows.astype({c: object for c in rows.select_dtypes("str").columns}).copy()  # copy: into few blocks
     chat = rows.chat_template.astype(bool)
     stopped = rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
-    cards, configs, cells, twins, stale, stopped_runs = [], [], [], [0, 0], {}, []
+    cards, configs, cells, twins, stale, stopped_runs, depths = [], [], [], [0, 0], {}, [], []
     for reading in READINGS:
         source = rows[~stopped] if reading == PROTOCOL else rows[chat if reading == CHAT else ~chat]
         if reading in WINDOWED and not source.empty:
             source = windows(source)
             twins = [a + b for a, b in zip(twins, source.attrs["twins"])]
             stopped_runs += source.attrs["stopped"]
-        out, read, its_cells, its_stale = _read(source, reading)
+        out, read, its_cells, its_stale, gap_cells = _read(source, reading)
+        depths.append(depth_table(gap_cells).assign(reading=reading))
         stale |= {(reading, m): n for m, n in its_stale.items() if n}
         cards.append(pd.DataFrame(out).assign(reading=reading) if out else pd.DataFrame())
         configs += read
@@ -260,6 +264,7 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     card.attrs["twins"] = tuple(twins)
     card.attrs["stopped"] = pd.DataFrame(stopped_runs).drop_duplicates(ignore_index=True)
     card.attrs["stale timing"] = stale  # (reading, model) -> timed rows left out where the clock read nothing
+    card.attrs["depths"] = pd.concat(depths, ignore_index=True)  # claim 1 at each depth (analysis.depths)
     hashes = set(card.attrs["read"].config)
     skipped = [s for s in (not_read(c, hashes) for c in cells) if not s.empty]
     card.attrs["not read"] = pd.concat(skipped or [pd.DataFrame()], ignore_index=True).drop_duplicates()
@@ -274,10 +279,12 @@ def _stale(cell: pd.DataFrame) -> int:
     return int(((cell.method == GOOSE) & (cell.budget == CLAIMS_BUDGET) & cell.speedup_stale.eq(True)).sum())
 
 
-def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[pd.DataFrame], dict[str, int]]:
+def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[pd.DataFrame], dict[str, int],
+                                                  dict[tuple[str, str], pd.DataFrame]]:
     """One reading's comparisons: (scorecard rows, configurations read, the benchmark labels it looked at, per
-    model the stale timed rows of the cells whose clock had nothing else)."""
-    out, configs, cells, stale = [], [], [], {}
+    model the stale timed rows of the cells whose clock had nothing else, the cell claim 1 read per model x
+    benchmark)."""
+    out, configs, cells, stale, gap_cells = [], [], [], {}, {}
     say = reading == PROTOCOL  # what is left out is said once, on the paper's protocol
     for (model, bench), rows in df.groupby(["model", "benchmark_name"], sort=True):
         options = labels(rows, chat=reading == CHAT)
@@ -301,6 +308,8 @@ def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[
                         stale[model] = stale.get(model, 0) + max(_stale(cell) for _, cell, _ in options)
                     continue
                 label_read, why_label, comparison = chosen
+                if claim.number == 1 and k == 0:
+                    gap_cells[model, bench] = next(c for lab, c, _ in options if lab == label_read)
                 row = _compare(claim, model, bench, comparison, say)
                 if row is None:
                     continue
@@ -315,7 +324,7 @@ def _read(df: pd.DataFrame, reading: str) -> tuple[list[dict], list[dict], list[
         if missing and say:
             print(f"[analysis] claims: {model} / {bench}: not read where a side has no rows of its default "
                   f"configuration at the claims' budget: {', '.join(sorted(missing))}")
-    return out, configs, cells, stale
+    return out, configs, cells, stale, gap_cells
 
 
 def _compare(claim: Claim, model: str, bench: str, c: Comparison, say: bool = True) -> dict | None:

@@ -6,8 +6,9 @@ loop: an answer's loop starts at the first position whose next SPAN tokens alrea
 in the answer; the window is every token before it (the whole answer where none repeats). tau over the window
 counts the forwards that produced its tokens: every forward ends with the target's own (bonus) token, so a window
 of L tokens took the bonus tokens among them, plus one more where it ends inside a forward's accepted drafts.
-The drafted-token counts per forward are not recorded, so acceptance rates (claim 1) and the clock (claim 4) have
-no window reading. Read from the outputs records the runs wrote; nothing is decoded again.
+Rows written since they carry them (`loop_free_<source>_by_depth`) give the window's drafted and accepted counts
+per source, so acceptance rates (claim 1) have a window reading on them; the clock (claim 4) has none. Read from
+the outputs records and rows the runs wrote; nothing is decoded again.
 """
 
 from __future__ import annotations
@@ -54,6 +55,38 @@ def loop_free(rows: pd.DataFrame, span: int = LOOP_SPAN) -> pd.DataFrame:
               "wall_s", "ar_wall_s", "speedup", "copied_answer", "copied_prompt"):
         if c in windowed:
             windowed[c] = float("nan")
+    return _window_counts(windowed)
+
+
+def parse(text) -> dict[str, tuple[int, int]]:
+    """A row's `<source>_by_depth`, `1:62/182;2:35/143;7+:3/40` -> {"1": (62, 182), ...}: accepted and drafted nodes
+    per depth ({} for a blank cell)."""
+    out = {}
+    for part in filter(None, text.split(";") if isinstance(text, str) else []):
+        depth, counts = part.split(":")
+        accepted, drafted = counts.split("/")
+        out[depth] = (int(accepted), int(drafted))
+    return out
+
+
+def _window_counts(windowed: pd.DataFrame) -> pd.DataFrame:
+    """The drafted and accepted counts of a row that carries them over its window (`loop_free_<source>_by_depth`,
+    rows written since they were recorded) in place of the whole answer's: per source, by depth and in all."""
+    columns = [c for c in windowed if c.startswith("loop_free_") and c.endswith("_by_depth")]
+    carried = windowed[columns].notna().any(axis=1) if columns else pd.Series(False, index=windowed.index)
+    if not carried.any():
+        return windowed
+    total = {"accepted": 0.0, "drafted": 0.0}
+    for c in columns:
+        source = c.removeprefix("loop_free_").removesuffix("_by_depth")
+        counts = windowed.loc[carried, c].map(parse)
+        windowed.loc[carried, f"{source}_by_depth"] = windowed.loc[carried, c]
+        for kind, k in (("accepted", 0), ("drafted", 1)):
+            summed = counts.map(lambda p: float(sum(v[k] for v in p.values())))  # noqa: B023
+            windowed.loc[carried, f"{source}_{kind}"] = summed
+            total[kind] = total[kind] + summed
+    for kind, summed in total.items():
+        windowed.loc[carried, kind] = summed
     return windowed
 
 

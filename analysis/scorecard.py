@@ -64,8 +64,9 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         "tau over the forwards that produced those tokens. Its prompts come from the protocol's runs and from runs "
         f"stopped at that loop (stop_at_loop=true: every lossless method stops at the same token); {twins(card)}. "
         f"Beside it, the **{PROTOCOL}** on these looping models (raw prompts at the paper's answer lengths, loops "
-        f"included) and the **{CHAT}** through the same window ({chat_answers(everything)}). Claims 1 and 4 have no "
-        "window reading: drafted tokens per forward are not recorded, and the clock is not per token.", "",
+        f"included) and the **{CHAT}** through the same window ({chat_answers(everything)}). Claim 1 is read in the "
+        "window on the rows that carry the window's drafted and accepted counts per source (runs since they are "
+        "recorded); claim 4 has no window reading: the clock is not per token.", "",
         f"**Verdicts.** Per model x benchmark, our effect with its {CONFIDENCE:.0%} bootstrap interval over prompts "
         "(BCa, paired; n = prompts; a prompt on which no side drafted anything is left out of n and counted under "
         "'nothing drafted'). Direction: **holds** (the interval on the claim's side of the paper's threshold), "
@@ -117,6 +118,8 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
             t[f"copied {claim.flattered} (answer / prompt %)"] = [_copied(r) for _, r in part.iterrows()]
         if claim.number == 7:
             lines += [_bypass(part), ""]
+        if claim.number == 1:
+            lines += _depths(card.attrs.get("depths", pd.DataFrame()))
         if claim.number == 4:
             for c, f in (("tau", "{:.2f}"), ("nodes/forward", "{:.1f}"), ("AR ms/token", "{:.1f}"),
                          ("GOOSE ms/forward", "{:.1f}")):
@@ -132,6 +135,18 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
             t["not counted because"] = part["not counted because"]
         lines += [t.to_markdown(index=False), ""]
     return "\n".join(lines + _configurations(card))
+
+
+def _depths(t: pd.DataFrame) -> list[str]:
+    """Claim 1 at each depth (analysis.depths), loop-free window first, above the pooled comparisons' table."""
+    head = ("**At each depth**, the paper's way (its Figure 1 reads acceptance per depth): spine and branch nodes' "
+            "acceptance inside GOOSE's trees at depth d and their ratio, paired over the prompts that drafted both "
+            "there; size against the paper's range. From the rows that carry acceptance by depth per source "
+            "(`spine_by_depth`, `branch_by_depth`; runs since they are recorded).")
+    if t.empty:
+        return [head + " No rows read here carry them yet.", ""]
+    t = t.sort_values("reading", key=lambda r: r.map(READINGS.index), kind="stable")
+    return [head, "", t[["reading", *[c for c in t.columns if c != "reading"]]].to_markdown(index=False), ""]
 
 
 def _bypass(part: pd.DataFrame) -> str:

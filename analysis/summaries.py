@@ -32,7 +32,8 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
             row = {"claim": f"{claim.number}. {claim.name}", "reading": reading, "paper": claim.paper}
             for m in models:
                 part = card[(card.claim == claim.number) & (card.model == m) & (card.reading == reading)]
-                row[m], row[f"{m} size"] = _cell(claim, part, reading, stale.get((reading, m), 0))
+                read = bool(((card.model == m) & (card.reading == reading)).any())
+                row[m], row[f"{m} size"] = _cell(claim, part, reading, stale.get((reading, m), 0), read)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -68,9 +69,10 @@ def glance(card: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0) -> tuple[str, str]:
+def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0, read: bool = True) -> tuple[str, str]:
     """One model's summary of one claim in one reading: (direction, size); the clock's timed rows all stale (`stale`
-    of them) are said as such, not as a claim that did not run."""
+    of them) are said as such, not as a claim that did not run; `read`: the reading read some claim of the model's,
+    so a window reading of claim 1 with nothing says that its rows lack the window's counts."""
     if reading in WINDOWED and claim.number in NO_WINDOW:
         return "no window reading", ""
     if "counted" in part:
@@ -78,6 +80,8 @@ def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0) -> tup
     if part.empty:
         if claim.gpu and stale:
             return f"timing stale ({stale} rows), left out", ""
+        if reading in WINDOWED and claim.number == 1 and read:
+            return "no rows with the window's counts yet", ""
         return ("no chat-template rows (not run, or a base model without one)" if reading == CHAT else "not run"), ""
     k = part.benchmark.nunique()
     lossy = part[part.verdict == NOT_LOSSLESS]
