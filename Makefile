@@ -312,10 +312,10 @@ reproduce-serving:
 	@$(CHECK_PROFILE)
 	@if [ "$(PROFILE)" = paper ] && ! $(PYTHON) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
 	  echo "== no CUDA GPU here: the plan of PROFILE=paper, nothing run"; \
-	  $(PYTHON) -m goose.experiments.serving --profile paper --results $(RESULTS)/serving --out $(SERVING_OUT_paper) --plan; \
+	  $(PYTHON) -m goose.measurement.serving_experiment --profile paper --results $(RESULTS)/serving --out $(SERVING_OUT_paper) --plan; \
 	  exit 0; fi
 	@$(MAKE) --no-print-directory guidellm
-	$(PYTHON) -m goose.experiments.serving --profile $(PROFILE) --results $(RESULTS)/serving --out $(SERVING_OUT_$(PROFILE))
+	$(PYTHON) -m goose.measurement.serving_experiment --profile $(PROFILE) --results $(RESULTS)/serving --out $(SERVING_OUT_$(PROFILE))
 
 # GuideLLM (the vLLM project's load generator): an optional extra, installed when missing.
 GUIDELLM = guidellm==0.8.1

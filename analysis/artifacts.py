@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from goose.analysis.claims import scorecard
+from goose.analysis.claims.card import scorecard
+from goose.analysis.claims.page import write as write_scorecard
 from goose.analysis.comparable import common_prompts
 from goose.analysis.concurrency import concurrency_table, plot_concurrency
 from goose.analysis.figures import plot_budget_sweep, plot_figure1, plot_figure4, plot_spine_continuation
@@ -21,7 +22,6 @@ from goose.analysis.load import load_rows, paper_settings
 from goose.analysis.paper import PAPER_BUDGET
 from goose.analysis.pooling import by, method_rank
 from goose.analysis.production_peers import production_peers
-from goose.analysis.scorecard import write as write_scorecard
 from goose.analysis.selection import one_configuration_each
 from goose.analysis.spec_bench import plot_spec_bench, spec_bench_table
 from goose.analysis.synergy import plot_synergy, source_gap, synergy, synergy_published

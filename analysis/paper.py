@@ -57,7 +57,7 @@ GAP_PAIRS = {  # (label, (method, source), (method, source)): context-matched fi
     "GOOSE's own spine vs branch nodes": ((GOOSE, "spine"), (GOOSE, "branch")),
 }
 
-# --- the claims scorecard (analysis.claims): what each claim compares and the paper's number -----------------
+# --- the claims scorecard (analysis.claims.card): what each claim compares and the paper's number ------------
 PAPER_BENCHMARKS = ("humaneval", "mbpp", "classeval", "gsm8k", "mt_bench")  # the paper's five (its protocol)
 CLAIMS_BUDGET = "60"  # the paper's B: every tau claim compares configurations at this budget
 PEERS = ("pld", "tr", "lookahead", "rest")  # claim 5: GOOSE ahead of each in every cell

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from goose.analysis.artifacts import ARTIFACTS, artifacts_of, load_rows, make, short_reason
+from goose.analysis.claims.page import check_readme, sync_readme
 from goose.analysis.question_diff import CANNOT_COMPARE, CannotCompare, compare
-from goose.analysis.scorecard import check_readme, sync_readme
 from goose.running.tracking import Tracker
 
 

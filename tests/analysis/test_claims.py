@@ -14,12 +14,12 @@ import pytest
 
 from goose.analysis.artifacts import make
 from goose.analysis.bootstrap import interval, ratio, tau
-from goose.analysis.claims import CLAIMS, scorecard
+from goose.analysis.claims.card import CLAIMS, scorecard
+from goose.analysis.claims.page import summary_block
+from goose.analysis.claims.summaries import summary
+from goose.analysis.claims.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
+from goose.analysis.claims.verdicts import direction as verdict
 from goose.analysis.load import load_rows
-from goose.analysis.scorecard import summary_block
-from goose.analysis.summaries import summary
-from goose.analysis.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
-from goose.analysis.verdicts import direction as verdict
 from goose.storage.result_files import ResultsFile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -400,14 +400,14 @@ def test_a_readme_without_its_markers_is_refused_before_anything_is_written(tmp_
     (float("nan"), float("nan"), "inconclusive"),
 ])
 def test_the_size_verdict_reads_the_interval_against_the_papers_range(low, high, expected):
-    from goose.analysis.verdicts import size
+    from goose.analysis.claims.verdicts import size
 
     assert size((12, 33), low, high) == expected
     assert size(None, low, high) == ""  # a claim of direction only has no size verdict
 
 
 def test_an_ablation_below_the_papers_range_is_said_so():
-    from goose.analysis.verdicts import size
+    from goose.analysis.claims.verdicts import size
 
     assert size((-5.1, -2.9), -70.0, -50.0) == "below"  # costs far more than the paper's 3-5%
     assert size((-5.1, -2.9), -2.0, -1.0) == "above"  # costs less

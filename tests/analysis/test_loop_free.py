@@ -4,7 +4,7 @@ loop that the window reading does not grant."""
 
 import pytest
 
-from goose.analysis.claims import LOOP_FREE, PROTOCOL, scorecard
+from goose.analysis.claims.card import LOOP_FREE, PROTOCOL, scorecard
 from goose.analysis.load import load_rows
 from goose.analysis.loops import loop_start, window_forwards, windows
 from goose.storage.result_files import OutputsFile, ResultsFile

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from goose.analysis.artifacts import make, rows_for
-from goose.analysis.claims import scorecard
+from goose.analysis.claims.card import scorecard
+from goose.analysis.claims.power import CLOCK, TAU, cost, find_plan, n_reached
 from goose.analysis.load import load_rows
-from goose.analysis.power import CLOCK, TAU, cost, find_plan, n_reached
 from goose.experiments.claims_plan import grid, write_plan
 from goose.paths import CLAIMS_PLAN
 from goose.storage.result_files import ResultsFile

@@ -1,6 +1,7 @@
 """The rest of the lists (issue #46 item 7): each mistake is one line saying what is wrong and how to fix it, and
 a non-zero exit, before anything runs; never a silent local run, a raw Hydra error or a truthy string taken as
-True. The launcher, sweep values, the API's arguments, empty prompts, SGLang's format, the concurrency summary."""
+True. The launcher, sweep values, empty prompts, SGLang's format, the concurrency summary (the API's arguments:
+tests/api/test_api_refusals.py)."""
 
 import json
 import shutil
@@ -9,8 +10,6 @@ import pytest
 from runs import run_here, run_py
 
 from goose.errors import GooseError
-
-TEXT = "abcabcabd abcabcabd abcabcab"
 
 
 @pytest.fixture
@@ -123,73 +122,6 @@ def test_a_sweep_with_a_bad_second_value_runs_nothing(tiny_folder, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "the sweep's job max_new_tokens=O" in lines[0], r.stderr
     assert not list((tmp_path / "res").rglob("results.csv"))  # the first job did not run either
-
-
-# --- 4: the Python API's arguments -----------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def model(tiny_folder):
-    import goose
-
-    return goose.load(str(tiny_folder), quiet=True)
-
-
-@pytest.mark.parametrize("kwargs, says", [
-    (dict(chat_template="no"), "chat_template must be True or False (got 'no', a str)"),
-    (dict(stop_at_eos="False"), "stop_at_eos must be True or False (got 'False', a str)"),
-    (dict(stop_at_eos=None), "stop_at_eos must be True or False (got None)"),
-    (dict(max_new_tokens=4.0), "max_new_tokens must be an integer >= 1 (got 4.0, a float)"),
-    (dict(top_k="3"), "top_k must be an integer >= 0"),
-    (dict(seed=1.5), "seed must be an integer"),
-    (dict(temperature="0.7"), "temperature must be a number"),
-    (dict(top_p=None), "top_p must be a number"),
-    (dict(budget="60"), "budget must be an integer number of draft nodes >= 1 or 'auto' (got '60', a str)"),
-    (dict(budget=True), "budget must be an integer"),
-    (dict(memory=True), "memory must be None (the method's default), 'prompt' or 'run'"),
-    (dict(method=3), "method must be a method name such as 'goose' or a Drafter instance (got 3, an int)"),
-])
-def test_every_api_argument_is_type_checked(model, kwargs, says):
-    import goose
-
-    with pytest.raises(GooseError) as e:
-        goose.generate(model, TEXT, **{"max_new_tokens": 4, **kwargs})
-    assert str(e.value).startswith("goose.generate: ") and says in str(e.value)
-
-
-def test_api_load_and_make_method_check_their_arguments_too(model, tiny_folder):
-    import goose
-
-    for call, says in ((lambda: goose.generate("smollm2-135m", TEXT), "model must be what goose.load returns"),
-                       (lambda: goose.make_method(model, "goose", budget="60"), "goose.make_method: budget"),
-                       (lambda: goose.load(str(tiny_folder), quiet="yes"), "goose.load: quiet must be True or False"),
-                       (lambda: goose.load(str(tiny_folder), device=0), "goose.load: device must be a str"),
-                       (lambda: goose.load(7), "goose.load: name must be a str")):
-        with pytest.raises(GooseError, match=says):
-            call()
-
-
-def test_api_integers_of_any_integer_type_are_taken(model):
-    import numpy as np
-
-    import goose
-
-    ids = model.tokenizer(TEXT).input_ids
-    want = goose.generate(model, ids, method="ar", max_new_tokens=6)
-    got = goose.generate(model, ids, method="ar", max_new_tokens=np.int64(6), top_k=np.int64(0), seed=np.int32(0),
-                         budget=np.int64(16))
-    assert got.tokens == want.tokens
-
-
-def test_api_prompt_messages_speak_of_the_api(model):
-    import goose
-
-    with pytest.raises(GooseError) as e:
-        goose.generate(model, "x" * 1000, method="ar", max_new_tokens=100)
-    msg = str(e.value)
-    assert msg.startswith("goose.generate: the prompt has 1000 tokens; with max_new_tokens=100")
-    assert "prompt '" not in msg
-    assert "Lower max_new_tokens to 24 or less" in msg
-    with pytest.raises(GooseError, match="goose.generate: the prompt is an empty string"):
-        goose.generate(model, "", method="ar", max_new_tokens=4)
 
 
 # --- 5: empty prompts, refused when the file loads -------------------------------------------------------
@@ -350,7 +282,7 @@ def test_a_run_at_concurrency_2_prints_batched_ar(tiny_folder, tmp_path, run_goo
     assert "(batched AR timing at concurrency 2, 2/2 prompts)" in out and "interleaved AR timing" not in out
 
 
-# --- a new user's trial: SGLang's format and the API refuse in words, and take numpy's integers and bools -------------
+# --- a new user's trial: SGLang's format refuses in words, and takes numpy's integers ------------------------
 @pytest.mark.parametrize("parents, says", [
     ([-1, 2, 1], "nodes [1, 2] cannot be reached from the root (their parents form a cycle)"),
     ([-1, 0, 7], "node 2's parent 7 is not another node of the draft (0..2)"),
@@ -399,47 +331,6 @@ def test_an_sglang_size_of_any_integer_type_is_taken():
     assert batch_to_sglang([draft], np.int32(4)) == batch_to_sglang([draft], 4)
     tokens, mask = to_sglang(draft, 4)
     assert from_sglang(np.array(tokens), np.array(mask)).parents == from_sglang(tokens, mask).parents
-
-
-def test_api_takes_numpy_bools_and_names_numpy_types_when_refusing(model):
-    import numpy as np
-
-    import goose
-
-    ids = model.tokenizer(TEXT).input_ids
-    want = goose.generate(model, ids, method="ar", max_new_tokens=4)
-    got = goose.generate(model, ids, method="ar", max_new_tokens=4, stop_at_eos=np.bool_(True),
-                         chat_template=np.bool_(False))
-    assert got.tokens == want.tokens
-    with pytest.raises(GooseError, match=r"stop_at_eos must be True or False \(got .*, a numpy.float64\)"):
-        goose.generate(model, ids, method="ar", max_new_tokens=4, stop_at_eos=np.float64(1.0))
-
-
-def test_api_says_what_an_empty_prompt_was(model):
-    import numpy as np
-    import torch
-
-    import goose
-
-    for prompt, says in ((torch.tensor([], dtype=torch.long), "got an empty tensor of shape (0,)"),
-                         (np.array([], dtype=np.int64), "got an empty numpy array of shape (0,)"),
-                         ([], "got an empty list"), ([1, "a"], "got a list holding 'a', not a token id")):
-        with pytest.raises(GooseError) as e:
-            goose.generate(model, prompt, method="ar", max_new_tokens=4)
-        assert says in str(e.value), str(e.value)
-
-
-def test_api_gives_the_real_prompt_limit(model):
-    """The tiny model holds 1024 positions: with max_new_tokens=4 a prompt of 1020 tokens fits, 1021 does not, and the
-    message for a prompt of 1024 or more says 1020, not 'fewer than 1024'."""
-    import goose
-
-    for n in (1023, 2000):
-        with pytest.raises(GooseError) as e:
-            goose.generate(model, [1] * n, method="ar", max_new_tokens=4)
-        msg = str(e.value)
-        assert "shorten the prompt to 1020 tokens or fewer" in msg.lower() and "fewer than 1024" not in msg, msg
-    assert len(goose.generate(model, [1] * 1020, method="ar", max_new_tokens=4, stop_at_eos=False).tokens) == 4
 
 
 @pytest.mark.parametrize("argv, says", [(["--size", "0"], "SGLang draft size must be an integer >= 1"),

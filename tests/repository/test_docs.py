@@ -53,7 +53,7 @@ def test_every_results_page_says_when_and_on_what_it_was_measured():
 
 
 def test_the_readme_leads_with_the_claims_scorecards_summary():
-    from goose.analysis.scorecard import summary_block
+    from goose.analysis.claims.page import summary_block
 
     readme = (ROOT / "README.md").read_text()
     scorecard = (ROOT / "docs" / "results" / "claims.md").read_text()

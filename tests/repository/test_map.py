@@ -244,10 +244,10 @@ def test_an_install_ships_every_room():
 
 
 def test_the_tests_mirror_the_rooms():
-    """Every test file sits in a folder named for a room of the package (or the repository, the real model, SLURM),
-    and no file is named after an issue or a review pass."""
+    """Every test file sits in a folder named for a room of the package (or the Python API, the repository, the real
+    model, SLURM), and no file is named after an issue or a review pass."""
     tests = ROOT / "tests"
-    rooms = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} | set(TOP_LEVEL) | {"cli", "repository",
+    rooms = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} | set(TOP_LEVEL) | {"api", "cli", "repository",
                                                                                        "real_model", "slurm"}
     files = sorted(tests.rglob("test_*.py"))
     assert len(files) > 40 and not [f for f in files if f.parent == tests], "a test file at tests/'s top"

@@ -230,10 +230,11 @@ def test_reproduce_serving_says_its_plan_and_estimate_before_it_runs_anything(tm
     """reproduce-serving is no Hydra sweep (servers under GuideLLM's load): its first call is its own plan's
     module, which prints the plan (servers, rates, where rows and the page go) and an estimate before anything runs."""
     calls = [" ".join(a) for a in make_calls("reproduce-serving", tmp_path)]
-    assert calls[0].startswith("-m goose.experiments.serving --profile local --results results/local/serving"), calls
-    from goose.experiments import serving
+    assert calls[0].startswith(
+        "-m goose.measurement.serving_experiment --profile local --results results/local/serving"), calls
+    from goose.measurement import serving_experiment
 
-    serving.main(["--profile", "local", "--plan"])  # what make calls first, in this process
+    serving_experiment.main(["--profile", "local", "--plan"])  # what make calls first, in this process
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2, lines
     assert lines[0].startswith("== serving with PROFILE=local: goose-serve model=") and "rows into results/" in lines[0]

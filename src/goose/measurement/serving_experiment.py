@@ -2,8 +2,8 @@
 each driven by GuideLLM at request rates from light load to saturation, then the rows, the latency-throughput figure
 and the results page, and every method's served greedy tokens checked against offline decoding.
 
-    python -m goose.experiments.serving --profile local --results results/local/serving --out docs/results
-    python -m goose.experiments.serving --profile paper --plan      (the GPU profile's plan, nothing run)
+    python -m goose.measurement.serving_experiment --profile local --results results/local/serving --out docs/results
+    python -m goose.measurement.serving_experiment --profile paper --plan      (the GPU profile's plan, nothing run)
 
 Per method: `goose-serve` in its own process on a free 127.0.0.1 port; GuideLLM's Poisson arrivals at each rate
 (goose.measurement.serving_load: every rate bounded in requests and seconds, fixed-length answers at temperature
@@ -254,7 +254,7 @@ def write_page(p: Profile, profile: str, results: Path, out: Path) -> None:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m goose.experiments.serving", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m goose.measurement.serving_experiment", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", choices=sorted(PROFILES), default="local")
     ap.add_argument("--results", default=None, help="rows, reports, logs (default results/PROFILE/serving)")

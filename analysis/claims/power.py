@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from goose.analysis.claims import WINDOWED
+from goose.analysis.claims.card import WINDOWED
 from goose.paths import CLAIMS_PLAN
 from goose.storage.metrics import FIXED
 
@@ -244,7 +244,7 @@ def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     wall = f" (its rows ran on {threads:g} threads: about {left[CLOCK] / threads:.0f} hours)" if threads > 1 else ""
     lines += ["What the plan asks, per part: prompt runs in the rows against those asked, AR's references still to "
               "run (one per prompt no configuration of the cell has run), the core-hours the rows' own clocks took, "
-              "and an estimate of the rest from them (goose.analysis.power says how).", "",
+              "and an estimate of the rest from them (goose.analysis.claims.power says how).", "",
               t[["part", "model", "template", "prompt runs done / asked", "AR references to run",
                  "core-hours in the rows", "core-hours to go (est.)"]].to_markdown(index=False), "",
               f"In all {int(t.done.sum())} of {int(t.asked.sum())} planned prompt runs are in the rows, and "

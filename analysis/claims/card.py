@@ -3,7 +3,7 @@
 Every claim is read per model x benchmark as one or more comparisons (GOOSE vs Iso(3), ...), each an effect
 with a 95% bootstrap interval over prompts (analysis.bootstrap: paired, BCa) and n, and two verdicts: of
 direction against the paper's threshold (holds / contradicted / inconclusive) and of size against the paper's
-cited range (within / above / below / inconclusive; analysis.verdicts). A comparison the paper gives no number
+cited range (within / above / below / inconclusive; analysis.claims.verdicts). A comparison the paper gives no number
 for, one that repeats another's configurations, or one the paper makes of GPUs (the clock, read on a CPU) is
 shown with what it is and not counted. tau-based claims need no clock; the speedup claim reads the rows that
 timed AR beside them.
@@ -29,6 +29,14 @@ from goose.analysis.bootstrap import (
     tau,
     within,
 )
+from goose.analysis.claims.verdicts import (
+    CPU_READING,
+    NOT_LOSSLESS,
+    Claim,
+    against_none,
+    direction,
+    size,
+)
 from goose.analysis.comparable import common_prompts
 from goose.analysis.depths import depth_table
 from goose.analysis.loops import windows
@@ -51,14 +59,6 @@ from goose.analysis.paper import (
     SYNERGY_GAIN_PCT,
 )
 from goose.analysis.selection import DEFAULT, configurations, identical, labels, not_read, own_benchmarks, pick
-from goose.analysis.verdicts import (
-    CPU_READING,
-    NOT_LOSSLESS,
-    Claim,
-    against_none,
-    direction,
-    size,
-)
 from goose.storage.metrics import FIXED
 
 HALF = ("float16", "bfloat16")  # where `numerics` (a near-tie decided the other way) is as good as exact

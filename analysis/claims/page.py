@@ -9,12 +9,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from goose.analysis import power
 from goose.analysis.bootstrap import CONFIDENCE, MIN_PROMPTS
-from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, scorecard
+from goose.analysis.claims import power
+from goose.analysis.claims.card import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READINGS, scorecard
+from goose.analysis.claims.summaries import chat_answers, glance, headline, summary, survivors, twins
+from goose.analysis.claims.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 from goose.analysis.paper import ABLATION_DELTA_PCT, BYPASS_ABLATION
-from goose.analysis.summaries import chat_answers, glance, headline, summary, survivors, twins
-from goose.analysis.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
            NOT_LOSSLESS: "#8c8c8c"}

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import pandas as pd
 
-from goose.analysis.claims import CHAT, CLAIMS, LOOP_FREE, NO_WINDOW, PROTOCOL, READINGS, WINDOWED, Claim
+from goose.analysis.claims.card import CHAT, CLAIMS, LOOP_FREE, NO_WINDOW, PROTOCOL, READINGS, WINDOWED, Claim
+from goose.analysis.claims.verdicts import (
+    ABOVE,
+    BELOW,
+    CONTRADICTED,
+    CPU_READING,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_LOSSLESS,
+    WITHIN,
+)
 from goose.analysis.loops import loop_free
 from goose.analysis.paper import CLAIMS_BUDGET, GOOSE, PAPER_BENCHMARKS
-from goose.analysis.verdicts import ABOVE, BELOW, CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS, WITHIN
 
 
 def _tally(part: pd.DataFrame, column: str, kinds: tuple[str, ...]) -> str:
