@@ -29,6 +29,7 @@ from goose.analysis.bootstrap import (
     tau,
     within,
 )
+from goose.analysis.claims.depths import depth_table
 from goose.analysis.claims.verdicts import (
     CPU_READING,
     NOT_LOSSLESS,
@@ -38,7 +39,6 @@ from goose.analysis.claims.verdicts import (
     size,
 )
 from goose.analysis.comparable import common_prompts
-from goose.analysis.depths import depth_table
 from goose.analysis.loops import windows
 from goose.analysis.paper import (
     ABLATION_DELTA_PCT,
@@ -264,7 +264,7 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     card.attrs["twins"] = tuple(twins)
     card.attrs["stopped"] = pd.DataFrame(stopped_runs).drop_duplicates(ignore_index=True)
     card.attrs["stale timing"] = stale  # (reading, model) -> timed rows left out where the clock read nothing
-    card.attrs["depths"] = pd.concat(depths, ignore_index=True)  # claim 1 at each depth (analysis.depths)
+    card.attrs["depths"] = pd.concat(depths, ignore_index=True)  # claim 1 at each depth (analysis.claims.depths)
     hashes = set(card.attrs["read"].config)
     skipped = [s for s in (not_read(c, hashes) for c in cells) if not s.empty]
     card.attrs["not read"] = pd.concat(skipped or [pd.DataFrame()], ignore_index=True).drop_duplicates()

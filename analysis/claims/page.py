@@ -138,7 +138,7 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
 
 
 def _depths(t: pd.DataFrame) -> list[str]:
-    """Claim 1 at each depth (analysis.depths), loop-free window first, above the pooled comparisons' table."""
+    """Claim 1 at each depth (analysis.claims.depths), loop-free window first, above the pooled comparisons' table."""
     head = ("**At each depth**, the paper's way (its Figure 1 reads acceptance per depth): spine and branch nodes' "
             "acceptance inside GOOSE's trees at depth d and their ratio, paired over the prompts that drafted both "
             "there; size against the paper's range. From the rows that carry acceptance by depth per source "

@@ -1,4 +1,4 @@
-"""Claim 1 at each depth (goose.analysis.depths) and the window's counts (goose.analysis.loops): the ratio at a
+"""Claim 1 at each depth (goose.analysis.claims.depths) and the window's counts (goose.analysis.loops): the ratio at a
 depth pools the prompts that drafted both sources there; a row that carries its window's counts is read on them,
 one that does not keeps none (never the whole answer's)."""
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from goose.analysis import loops
-from goose.analysis.depths import depth_table
+from goose.analysis.claims.depths import depth_table
 from goose.analysis.loops import parse
 
 
@@ -23,7 +23,7 @@ def _cell(spines, branches):
 
 
 def test_each_depth_pools_the_prompts_that_drafted_both_sources_there(monkeypatch):
-    monkeypatch.setattr("goose.analysis.depths.pick", lambda cell, method: cell)
+    monkeypatch.setattr("goose.analysis.claims.depths.pick", lambda cell, method: cell)
     spines = ["1:5/10;2:2/10", "1:4/10;2:1/10", "1:6/10", "1:5/10;2:3/10"]
     branches = ["1:1/10;2:1/20", "1:1/10;2:1/20", "1:1/10;2:1/20", "1:2/10"]
     t = depth_table({("m", "b"): _cell(spines, branches)}).set_index("depth")
