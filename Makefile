@@ -68,7 +68,7 @@ help:
 	"  reproduce-sampling     every method at 4 temperatures and a second seed; about 4 hours" \
 	"  reproduce-spec-bench   Spec-Bench's six categories, three passes; about 3.3 hours" \
 	"  reproduce-concurrency  speedup against concurrency 1, 4, 16; about 2.3 hours" \
-	"  reproduce-serving      goose-serve (AR, PLD, GOOSE budget=auto) under GuideLLM's load, lossless check; about 8 min" \
+	"  reproduce-serving      goose-serve (AR, PLD, GOOSE budget=auto, 3 engines' n-gram drafters) under GuideLLM's load; about 16 min" \
 	"  reproduce-all          every reproduce target above; about 20 hours at most (sweeps share runs, so less)" \
 	"  reproduce-claims       the claims scorecard (docs/results/claims.md, the README's table): hours (PROFILE=local" \
 	"                         resumes the committed rows in results/claims-local); PROFILE=paper without a GPU: the plan"
@@ -170,7 +170,6 @@ EXPERIMENT_budget-sweep = budget_sweep
 EXPERIMENT_all-methods = all_methods
 EXPERIMENT_suffix = suffix
 EXPERIMENT_synergy = synergy
-EXPERIMENT_production-peers = production_peers
 ARTIFACT_table1 = table1
 ARTIFACT_table2 = table2
 ARTIFACT_figure1 = figure1 spine_continuation
@@ -179,7 +178,27 @@ ARTIFACT_budget-sweep = budget_sweep
 ARTIFACT_all-methods = all_methods
 ARTIFACT_suffix = suffix
 ARTIFACT_synergy = synergy synergy_published source_gap synergy_figure spine_continuation
-ARTIFACT_production-peers = production_peers
+
+# GOOSE against the drafters serving engines ship (#70), each run timed against AR beside it: answers stopped at
+# their first loop first (the loop-free reading at a third of the decoding), then whole answers (the protocol).
+# PROFILE=local: rows into results/production-peers-local (committed), read with the claims sweep's production rows
+# (results/claims-local), the page into docs/results/production-peers.md.
+PEERS_RESULTS_local = results/production-peers-local
+PEERS_RESULTS_paper = $(RESULTS)
+PEERS_READ_local = $(PEERS_RESULTS_local) results/claims-local
+PEERS_READ_paper = $(RESULTS)
+PEERS_OUT_local = docs/results
+PEERS_OUT_paper = $(ARTIFACTS_OUT)
+reproduce-production-peers:
+	@$(CHECK_PROFILE)
+	@$(CHECK_GPU)
+	@$(PYTHON) -m goose.experiments.sweep_plan --profile $(PROFILE) --results $(PEERS_RESULTS_$(PROFILE)) \
+	  --out $(PEERS_OUT_$(PROFILE)) --target production-peers --artifacts production_peers \
+	  --sweep production_peers_loopfree-$(PROFILE) --sweep production_peers-$(PROFILE)
+	$(PYTHON) run.py -m +experiment=production_peers_loopfree-$(PROFILE) results_dir=$(PEERS_RESULTS_$(PROFILE))
+	$(PYTHON) run.py -m +experiment=production_peers-$(PROFILE) results_dir=$(PEERS_RESULTS_$(PROFILE))
+	$(PYTHON) -m goose.analysis.reproduce production_peers --results $(PEERS_READ_$(PROFILE)) \
+	  --out $(PEERS_OUT_$(PROFILE)) --wandb $(WANDB_ANALYSIS)
 
 # Sampling: every method at temperature 0 (greedy), 0.3, 0.7 and 1.0 (top_p 0.95, seed 0), plus seed 1
 # at 0.7; table, outputs check and figure of tau vs temperature.

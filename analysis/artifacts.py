@@ -22,6 +22,7 @@ from goose.analysis.load import load_rows, paper_settings
 from goose.analysis.paper import PAPER_BUDGET
 from goose.analysis.pooling import by, method_rank
 from goose.analysis.production_peers import production_peers
+from goose.analysis.production_peers import write as write_production_peers
 from goose.analysis.selection import one_configuration_each
 from goose.analysis.spec_bench import plot_spec_bench, spec_bench_table
 from goose.analysis.synergy import plot_synergy, source_gap, synergy, synergy_published
@@ -101,7 +102,7 @@ TABLE_ARTIFACTS = {
                                  "each, GOOSE's gain with its paired 95% interval over the prompts both ran, and "
                                  "speedups where timed, on the whole answer and its loop-free window",
                                  production_peers, budgets="every", variants=True, pairs="each", concurrency="1",
-                                 timed=True, command="make reproduce-production-peers"),
+                                 timed=True, write=write_production_peers, command="make reproduce-production-peers"),
     "spec_bench": Artifact("Spec-Bench per category and overall: mean ± std over full passes (trial=1,2,3). Speedup "
                            "= AR wall time / method wall time, AR timed in the same pass and sweep; mean accepted "
                            "tokens = tokens of the decoding forwards / decoding forwards (prefill excluded, AR = "

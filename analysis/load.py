@@ -50,8 +50,11 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index)
 
 
-def read_files(root: str | Path) -> pd.DataFrame:
-    """Every intact row of every results.csv under `root`, as text, upgraded to this schema."""
+def read_files(root: str | Path | list) -> pd.DataFrame:
+    """Every intact row of every results.csv under `root` (or each of several roots), as text, upgraded to this
+    schema."""
+    if isinstance(root, (list, tuple)):
+        return pd.concat([read_files(r) for r in root], ignore_index=True)
     files = sorted(p for p in Path(root).rglob("results.csv") if "references" not in p.parts)
     if not files:
         if not Path(root).is_dir():
@@ -72,10 +75,10 @@ def read_files(root: str | Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def load_rows(root: str | Path) -> pd.DataFrame:
-    """Every results.csv under `root`. Rows are kept apart by what they were measured on: a model is named by
-    what it is and, where one name covers several models, dtypes or devices, by what differs; the same for
-    benchmarks (prompts content, chat template, max_new_tokens). Within one cell (model, benchmark, method,
+def load_rows(root: str | Path | list) -> pd.DataFrame:
+    """Every results.csv under `root` (or each of several). Rows are kept apart by what they were measured on: a
+    model is named by what it is and, where one name covers several models, dtypes or devices, by what differs; the
+    same for benchmarks (prompts content, chat template, max_new_tokens). Within one cell (model, benchmark, method,
     budget, memory, trial, sampling) two configurations get a `variant` naming what differs (run settings,
     hyperparameters, else the config hash); `method` stays the method's name. Only a repeated row of one
     configuration (same config hash and prompt) is counted once."""

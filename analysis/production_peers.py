@@ -1,52 +1,75 @@
 """The practitioner's question (#70): GOOSE against the training-free drafters that serving engines ship (SGLang's
 NGRAM, vLLM's ngram, llama.cpp's ngram-mod and ngram-simple), with PLD and GOOSE-suffix beside them, on one engine.
 
-Per model x benchmark, in two readings (the whole answer, and its loop-free window: analysis.loops.windows), GOOSE
-at each budget it ran against each peer: both sides' tau, GOOSE's ratio over the peer with its paired 95% bootstrap
-interval over the prompts both ran (BCa; n = those prompts), and, where both timed AR beside them, the speedup of
-each. Each side is its method's default configuration (analysis.selection.pick)."""
+Per model x benchmark, GOOSE at each budget it ran against each peer, in two readings of tau (the loop-free window:
+analysis.loops.windows, answers stopped at their first loop read with their full twins; the whole answer: runs not
+stopped): both sides' tau and GOOSE's gain with its paired 95% BCa interval over the prompts both ran (n = those
+prompts). And by the clock, from the runs timed against AR beside them (interleaved): each side's speedup over the
+prompts both timed, GOOSE's gain by the clock with its interval. Each side is its method's default configuration
+(analysis.selection.pick); the clock reads the timed configurations alone. `write` makes the page
+(production-peers.md) and its table (production_peers.csv)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from goose.analysis.bootstrap import COLUMNS, interval, ratio, tau
+from goose.analysis.bootstrap import COLUMNS, CONFIDENCE, interval, ratio, speedup, tau
 from goose.analysis.loops import windows
 from goose.analysis.paper import GOOSE, PAPER_BENCHMARKS, PRODUCTION_BESIDE, PRODUCTION_PEERS
 from goose.analysis.selection import pick
+from goose.analysis.writers import ran_on
 from goose.storage.metrics import FIXED
 
-WHOLE, WINDOW = "whole answer", "loop-free window"
+WINDOW, WHOLE, CLOCK = "loop-free window", "whole answer", "clock"
+PEERS = (*PRODUCTION_PEERS, *PRODUCTION_BESIDE)
 
 
 def _arrays(g: pd.DataFrame) -> dict:
     return {c: g[c].to_numpy(dtype=float) if c in g else np.full(len(g), np.nan) for c in COLUMNS}
 
 
-def _speedup(g: pd.DataFrame) -> float:
-    timed = g[g.speedup.notna() & ~g.speedup_stale.eq(True)] if "speedup" in g else g.iloc[0:0]
-    return float(timed.ar_wall_s.sum() / timed.wall_s.sum()) if len(timed) == len(g) and len(g) else float("nan")
+def _gain(stat, a: pd.DataFrame, b: pd.DataFrame) -> str:
+    est, low, high = interval(ratio(stat), [_arrays(a), _arrays(b)], paired=True)
+    pct = lambda v: (v - 1) * 100  # noqa: E731
+    if not np.isfinite(low):
+        return f"{pct(est):+.1f}% (no interval: n = {len(a)})"
+    return f"{pct(est):+.1f}% [{pct(low):+.1f}, {pct(high):+.1f}]"
 
 
-def _pair(cell: pd.DataFrame, budget: str, peer: str) -> dict | None:
+def _sides(cell: pd.DataFrame, budget: str, peer: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """GOOSE's and the peer's rows on the prompts both ran (a peer no budget changes: its fixed configuration)."""
     mine, theirs = pick(cell, GOOSE, budget), pick(cell, peer, budget)
     if budget == "auto" and theirs.empty:
         theirs = pick(cell, peer, FIXED)
-    if mine.empty or theirs.empty:
-        return None
     both = sorted(set(mine.prompt_id) & set(theirs.prompt_id))
-    a = mine[mine.prompt_id.isin(both)].sort_values("prompt_id")
-    b = theirs[theirs.prompt_id.isin(both)].sort_values("prompt_id")
-    if a.empty:
-        return None
-    est, low, high = interval(ratio(tau), [_arrays(a), _arrays(b)], paired=True)
-    pct = lambda v: (v - 1) * 100  # noqa: E731
-    return {"goose budget": budget, "peer": peer, "n": len(a),
-            "goose tau": a.new_tokens.sum() / a.steps.sum(), "peer tau": b.new_tokens.sum() / b.steps.sum(),
-            "goose vs peer [95% CI]": f"{pct(est):+.1f}% [{pct(low):+.1f}, {pct(high):+.1f}]"
-            if np.isfinite(low) else f"{pct(est):+.1f}% (no interval: n = {len(a)})",
-            "goose speedup": _speedup(a), "peer speedup": _speedup(b)}
+    return (mine[mine.prompt_id.isin(both)].sort_values("prompt_id"),
+            theirs[theirs.prompt_id.isin(both)].sort_values("prompt_id"))
+
+
+def _timed(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows.speedup.notna() & ~rows.speedup_stale.eq(True)] if "speedup" in rows else rows.iloc[0:0]
+
+
+def _compare(reading: str, source: pd.DataFrame) -> list[dict]:
+    out = []
+    for (model, bench), cell in source.groupby(["model", "benchmark_name"], sort=True):
+        for budget in sorted(set(cell.budget[cell.method == GOOSE])):
+            for peer in PEERS:
+                a, b = _sides(_timed(cell) if reading == CLOCK else cell, budget, peer)
+                if a.empty:
+                    continue
+                stat = speedup if reading == CLOCK else tau
+                value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if reading == CLOCK else \
+                    (lambda g: g.new_tokens.sum() / g.steps.sum())
+                what = "speedup" if reading == CLOCK else "tau"
+                out.append({"reading": reading, "model": model, "benchmark": bench, "goose budget": budget,
+                            "peer": peer, "n": len(a), f"goose {what}": round(value(a), 3),
+                            f"peer {what}": round(value(b), 3),
+                            f"goose vs peer [{CONFIDENCE:.0%} CI]": _gain(stat, a, b)})
+    return out
 
 
 def production_peers(df: pd.DataFrame) -> pd.DataFrame:
@@ -55,24 +78,80 @@ def production_peers(df: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         raise SystemExit("production_peers: no rows of the paper's five benchmarks with raw prompts: run "
                          "`make reproduce-production-peers`")
-    peers = (*PRODUCTION_PEERS, *PRODUCTION_BESIDE)
-    absent = [m for m in peers if m not in set(rows.method)]
-    if GOOSE not in set(rows.method) or len(absent) == len(peers):
-        side = "GOOSE" if GOOSE not in set(rows.method) else f"production drafter ({', '.join(peers)})"
+    absent = [m for m in PEERS if m not in set(rows.method)]
+    if GOOSE not in set(rows.method) or len(absent) == len(PEERS):
+        side = "GOOSE" if GOOSE not in set(rows.method) else f"production drafter ({', '.join(PEERS)})"
         raise SystemExit(f"production_peers: these rows have no {side}: run it on the same prompts (python run.py "
                          f"method=... results_dir=...), or `make reproduce-production-peers` for the whole comparison")
     if absent:
         print(f"[analysis] production_peers: no rows of {', '.join(absent)}: not compared")
-    whole = rows[~rows.stop_at_loop.astype(bool)] if "stop_at_loop" in rows else rows
-    out = []
-    for reading, source in ((WHOLE, whole), (WINDOW, windows(rows))):
-        for (model, bench), cell in source.groupby(["model", "benchmark_name"], sort=True):
-            for budget in sorted(set(cell.budget[cell.method == GOOSE])):
-                for peer in peers:
-                    found = _pair(cell, budget, peer)
-                    if found:
-                        out.append({"reading": reading, "model": model, "benchmark": bench, **found})
+    stopped = rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
+    out = _compare(WINDOW, windows(rows)) + _compare(WHOLE, rows[~stopped]) + _compare(CLOCK, rows)
     if not out:
         raise SystemExit("production_peers: no cell holds GOOSE and a production drafter on the same prompts: run "
                          "`make reproduce-production-peers`")
-    return pd.DataFrame(out).round(3)
+    return pd.DataFrame(out)
+
+
+def _tally(t: pd.DataFrame, budget: str) -> str:
+    """GOOSE at `budget` against each production drafter: in how many cells the interval lies above / below 0."""
+    gain = f"goose vs peer [{CONFIDENCE:.0%} CI]"
+    parts = []
+    for peer in PRODUCTION_PEERS:
+        g = t[(t.peer == peer) & (t["goose budget"] == budget)]
+        if g.empty:
+            continue
+        low = g[gain].str.extract(r"\[([-+0-9.]+),")[0].astype(float)
+        high = g[gain].str.extract(r", ([-+0-9.]+)\]")[0].astype(float)
+        parts.append(f"{peer} ahead in {int((low > 0).sum())}, behind in {int((high < 0).sum())} of {len(g)}")
+    return "; ".join(parts) if parts else "no production drafter ran beside it"
+
+
+def _missing(rows: pd.DataFrame) -> str:
+    """Which of the paper's benchmarks each model has no production drafter's rows on yet (one sentence)."""
+    ran = rows[rows.method.isin(PRODUCTION_PEERS)]
+    parts = []
+    for model in sorted(set(rows.model)):
+        have = set(ran.benchmark_name[ran.model == model])
+        lacking = [b for b in PAPER_BENCHMARKS if b not in have]
+        if lacking:
+            parts.append(f"{model} on {', '.join(lacking)}" if len(lacking) < len(PAPER_BENCHMARKS)
+                         else f"{model} on all five")
+    return ("Not run yet (no production drafter's rows): " + "; ".join(parts) + ".") if parts else \
+        "Every model read here has production drafters' rows on all five benchmarks."
+
+
+def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
+    lines = ["# GOOSE against the drafters serving engines ship, on one engine", "",
+             f"{ran_on(rows)}. Rows read: {len(rows)}, lossless {int(rows.lossless.astype(bool).sum())}/{len(rows)}. "
+             "Regenerate: `make reproduce-production-peers` (it resumes; the rows of the claims sweep's "
+             "claims-local-loopfree-production are read beside it).", "",
+             "Every drafter drafts and is verified by the same engine (docs/baselines.md says what each is and what "
+             "differs from its engine's own integration), so tau compares drafts alone. GOOSE's gain over a peer is "
+             f"tau (or speedup) over the prompts both ran, with its paired {CONFIDENCE:.0%} BCa bootstrap interval "
+             "over prompts; n = those prompts. The **loop-free window** is each answer before it first repeats 32 "
+             "tokens (the small models loop on raw prompts, and a loop flatters every copying drafter); the **whole "
+             "answer** is the paper's protocol; the **clock** is wall time against AR timed beside each run "
+             "(interleaved) on this CPU, where verifying many nodes costs more than one (a GPU prices them closer); "
+             "the rows do not record what else ran on the machine, so read it as a CPU reading and tau as the "
+             "comparison.", "", _missing(rows), ""]
+    for reading in (WINDOW, WHOLE, CLOCK):
+        part = t[t.reading == reading].drop(columns="reading").dropna(axis=1, how="all")
+        lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
+        if part.empty:
+            lines += ["No rows read this way yet.", ""]
+            continue
+        for budget in sorted(set(part["goose budget"])):
+            lines.append(f"- GOOSE B={budget}: interval above 0 / below 0, per production drafter: "
+                         f"{_tally(part, budget)}.")
+        lines += ["", part.to_markdown(index=False), ""]
+    return "\n".join(lines)
+
+
+def write(rows: pd.DataFrame, out: Path, name: str = "production_peers") -> list[Path]:
+    t = production_peers(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv = out / "production-peers.md", out / f"{name}.csv"
+    md.write_text(markdown(t, rows[rows.method.isin([GOOSE, *PEERS])]))
+    t.to_csv(csv, index=False)
+    return [md, csv]

@@ -27,7 +27,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("artifacts", nargs="+", choices=[*ARTIFACTS, "all", "equality"])
     ap.add_argument("--a", help="equality: the first run folder")
     ap.add_argument("--b", help="equality: the second run folder")
-    ap.add_argument("--results", default="results")
+    ap.add_argument("--results", nargs="+", default=["results"], help="the results folder(s) the rows are read "
+                    "from (several: their rows together)")
     ap.add_argument("--out", default=None, help="where the tables and figures go (default: RESULTS/artifacts)")
     ap.add_argument("--budget", default=None, help="the budget an artifact that reads one budget reads (default: the "
                     "one the rows have; of several, the paper's 60)")
@@ -62,12 +63,13 @@ def main(argv: list[str] | None = None) -> None:
             check_readme(Path(args.readme))
         except SystemExit as e:
             _refuse(str(e.code))
-    df = load_rows(args.results)
+    df = load_rows(args.results if len(args.results) > 1 else args.results[0])
     names = ARTIFACTS if "all" in args.artifacts else args.artifacts
-    out = Path(args.out) if args.out else artifacts_of(args.results)
+    out = Path(args.out) if args.out else artifacts_of(args.results[0])
     out.mkdir(parents=True, exist_ok=True)
     tracker = Tracker(args.wandb, args.wandb_project, name=f"analysis-{'-'.join(names)}", group="analysis",
-                      config={"results": str(Path(args.results).resolve()), "artifacts": list(names)}, run_dir=out)
+                      config={"results": [str(Path(r).resolve()) for r in args.results], "artifacts": list(names)},
+                      run_dir=out)
     written, refused = [], {}
     for name in names:
         taken: list[str] = []

@@ -72,3 +72,13 @@ def save_figure(fig, out: Path, name: str) -> list[Path]:
     return paths
 
 
+def ran_on(rows: pd.DataFrame) -> str:
+    """What rows were measured on, from the rows alone: "Measured: <days> on: <devices, threads>; <dtypes>; models
+    <name (fingerprint)>"."""
+    days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
+    devices = ", ".join(sorted({f"{d} with {t} thread{'' if str(t) == '1' else 's'}" if str(t) else str(d)
+                                for d, t in zip(rows.device_name, rows.threads)}))
+    models = ", ".join(f"{m} ({fp[:8]})" for m, fp in sorted(set(zip(rows.model, rows.model_fingerprint))))
+    dtypes = ", ".join(sorted(set(rows.dtype.astype(str))))
+    return f"Measured: {when} on: {devices}; {dtypes}; models {models}"

@@ -15,6 +15,7 @@ from goose.analysis.claims.card import CHAT, CLAIMS, LOOP_FREE, PROTOCOL, READIN
 from goose.analysis.claims.summaries import chat_answers, glance, headline, summary, survivors, twins
 from goose.analysis.claims.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 from goose.analysis.paper import ABLATION_DELTA_PCT, BYPASS_ABLATION
+from goose.analysis.writers import ran_on
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
            NOT_LOSSLESS: "#8c8c8c"}
@@ -40,22 +41,12 @@ def _copied(r) -> str:
     return "" if not np.isfinite(a) else f"{a:.0f} / {p:.0f}"
 
 
-def _ran_on(rows: pd.DataFrame) -> str:
-    days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
-    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
-    devices = ", ".join(sorted({f"{d} with {t} thread{'' if str(t) == '1' else 's'}" if str(t) else str(d)
-                                for d, t in zip(rows.device_name, rows.threads)}))
-    models = ", ".join(f"{m} ({fp[:8]})" for m, fp in sorted(set(zip(rows.model, rows.model_fingerprint))))
-    dtypes = ", ".join(sorted(set(rows.dtype.astype(str))))
-    return f"Measured: {when} on: {devices}; {dtypes}; models {models}"
-
-
 def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
     rows = everything[everything.config_hash.isin(set(card.attrs["read"].config))]  # what the comparisons read
     lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
     lines = [
         "# Which of the paper's claims replicate", "",
-        f"{_ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's); "
+        f"{ran_on(rows)}. Rows read: {len(rows)}, lossless {lossless} (every method's tokens equal AR's); "
         f"{_prompts(card)} (the section Power: n and interval widths per claim, and what the rest costs).", "",
         *headline(card), "",
         f"**How it is read.** The stand-ins loop on raw prompts: past its first loop an answer repeats itself, which "

@@ -1,10 +1,17 @@
 """The production peers' artifact (goose.analysis.production_peers) on hand-made rows: GOOSE's gain over each
-drafter a serving engine ships, per reading (whole answer, loop-free window), over the prompts both ran."""
+drafter a serving engine ships, per reading (loop-free window, whole answer, the clock), over the prompts both ran;
+the page from the same rows."""
+
+import io
+import subprocess
+import tarfile
+from pathlib import Path
 
 import pytest
 
+from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
-from goose.analysis.production_peers import WHOLE, WINDOW, production_peers
+from goose.analysis.production_peers import CLOCK, WHOLE, WINDOW, production_peers, write
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 
@@ -38,9 +45,10 @@ def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path,
         assert (vllm.n, vllm["goose tau"], vllm["peer tau"]) == (4, 4.0, 2.0)
         assert vllm["goose vs peer [95% CI]"] == "+100.0% [+100.0, +100.0]"
         assert (mod.n, mod["peer tau"]) == (3, 5.0) and mod["goose vs peer [95% CI]"].startswith("-20.0%")
-    whole, window = t.loc[(WHOLE, "vllm-ngram")], t.loc[(WINDOW, "vllm-ngram")]
-    assert whole["goose speedup"] == pytest.approx(4.0) and whole["peer speedup"] == pytest.approx(2.0)
-    assert window[["goose speedup", "peer speedup"]].isna().all()  # a window has no clock
+    clock = t.loc[(CLOCK, "vllm-ngram")]
+    assert clock["goose speedup"] == pytest.approx(4.0) and clock["peer speedup"] == pytest.approx(2.0)
+    assert clock["goose vs peer [95% CI]"] == "+100.0% [+100.0, +100.0]" and clock.n == 4
+    assert t.loc[(WINDOW, "vllm-ngram")][["goose speedup", "peer speedup"]].isna().all()  # a window has no clock
     assert "sglang-ngram" not in set(t.index.get_level_values("peer"))  # not run: no row, no made-up one
     assert "no rows of sglang-ngram, llamacpp-ngram-simple, pld, goose-suffix: not compared" in capsys.readouterr().out
 
@@ -52,3 +60,36 @@ def test_rows_without_a_production_drafter_are_refused_in_one_line(tmp_path):
     _run(tmp_path / "s", "vllm-ngram", "fixed", 20, 4)
     with pytest.raises(SystemExit, match="these rows have no GOOSE"):
         production_peers(load_rows(tmp_path / "s"))
+
+
+def test_the_page_says_what_it_read_what_it_ran_on_and_what_is_missing(tmp_path):
+    root = tmp_path / "r"
+    _run(root, "goose", "60", 10, 4)
+    _run(root, "vllm-ngram", "fixed", 20, 4)
+    md, csv = write(load_rows(root), tmp_path / "out")
+    text = md.read_text()
+    assert md.name == "production-peers.md" and csv.exists()
+    assert "Measured: 2026-12-06 on: cpu with 1 thread; float32; models m (abcdef01). Rows read: 8" in text
+    assert "Not run yet (no production drafter's rows): m on mbpp, classeval, gsm8k, mt_bench." in text
+    assert "- GOOSE B=60: interval above 0 / below 0, per production drafter: vllm-ngram ahead in 1, behind in 0 of 1" \
+        in text
+    assert text == write(load_rows(root), tmp_path / "again")[0].read_text()  # the same bytes from the same rows
+
+
+@pytest.mark.integration
+def test_the_committed_page_is_what_the_committed_rows_give(tmp_path):
+    """docs/results/production-peers.md and production_peers.csv are the artifact of the committed rows it reads
+    (results/production-peers-local with the claims sweep's, results/claims-local), by this checkout's code."""
+    root = Path(__file__).resolve().parents[2]
+    folders = ["results/production-peers-local", "results/claims-local"]
+    head = subprocess.run(["git", "-C", str(root), "archive", "HEAD", *folders], capture_output=True)
+    if head.returncode != 0:
+        pytest.skip(f"no committed rows to read (not a git checkout?): {head.stderr.decode().strip()}")
+    tarfile.open(fileobj=io.BytesIO(head.stdout)).extractall(tmp_path, filter="data")
+    out = tmp_path / "artifact"
+    make("production_peers", load_rows([tmp_path / f for f in folders]), out)
+    for name in ("production-peers.md", "production_peers.csv"):
+        assert (out / name).read_bytes() == (root / "docs" / "results" / name).read_bytes(), (
+            f"docs/results/{name} is not what the committed rows give: regenerate it (python -m "
+            "goose.analysis.reproduce production_peers --results results/production-peers-local results/claims-local "
+            "--out docs/results) and commit it with the rows")

@@ -1,4 +1,5 @@
-"""`make reproduce-serving PROFILE=local`: AR (batched), PLD and GOOSE (budget=auto) served by goose-serve in turn,
+"""`make reproduce-serving PROFILE=local`: AR (batched), PLD, GOOSE (budget=auto) and the n-gram drafters serving
+engines ship (SGLang's, vLLM's, llama.cpp's ngram-mod) served by goose-serve in turn,
 each driven by GuideLLM at request rates from light load to saturation, then the rows, the latency-throughput figure
 and the results page, and every method's served greedy tokens checked against offline decoding.
 
@@ -68,7 +69,10 @@ class Profile:
     tokens_per_s: float  # the batch's output tokens per second at saturation, AR: the estimate's only rate
 
 
-METHODS = (("ar", ("method=ar",)), ("pld", ("method=pld", "budget=auto")), ("goose", ("method=goose", "budget=auto")))
+METHODS = (("ar", ("method=ar",)), ("pld", ("method=pld", "budget=auto")), ("goose", ("method=goose", "budget=auto")),
+           # the drafters serving engines ship (#70), at their sources' defaults
+           ("sglang-ngram", ("method=sglang-ngram",)), ("vllm-ngram", ("method=vllm-ngram",)),
+           ("llamacpp-ngram-mod", ("method=llamacpp-ngram-mod",)))
 PROFILES = {
     # this 2-core CPU: SmolLM2 at 4 rows serves about 40 tokens/s (AR), so 48-token answers saturate near 1 req/s
     "local": Profile("smollm2-135m", "cpu", 4, METHODS, (0.2, 0.5, 1.0, 2.0), 10, 40.0, 48, "humaneval", 10,
@@ -239,7 +243,8 @@ def write_page(p: Profile, profile: str, results: Path, out: Path) -> None:
     lossless_lines = [f"- {m}: {c['exact']}/{c['checked']} answers' token ids equal offline AR's; under load, "
                       f"{c['under_load_same']}/{c['under_load']} of GuideLLM's answers equal the checked text"
                       for m, c in checks.items()]
-    page = [f"# Serving under load: {p.model}, AR against PLD and GOOSE (budget=auto)", "",
+    page = [f"# Serving under load: {p.model}, AR against PLD, GOOSE (budget=auto) and the serving engines' "
+            "n-gram drafters", "",
             f"Measured: {on['date']}, `make reproduce-serving PROFILE={profile}`, code {on['commit']}. On: "
             f"{on['model']}, {on['device']} ({on['cores']} cores, {on['machine']}), torch {on['torch']}; goose-serve "
             f"concurrency={p.concurrency}; GuideLLM's Poisson arrivals, {p.max_requests} requests or "
