@@ -1,13 +1,15 @@
-"""How sure the scorecard can be, and what more would make it surer: the n each comparison reached and its
-interval's width, against the prompts its sweeps ask for (the results folder's claims-plan.csv, written by
+"""How sure the scorecard can be, and what more would make it surer: the n each comparison reached and its interval's
+width, against the prompts its sweeps ask for (the results folder's claims-plan.csv, written by
 goose.experiments.claims_plan), and what the prompts still missing cost, in core-hours measured from the rows.
 
 The cost of the rest is an estimate from the rows already there: a missing prompt of a job costs what its job's
-prompts cost so far (the generation's seconds, AR's beside it where timed, times the repeats and the threads);
-a job with no rows yet, what its configuration cost at other repeats, else with the other template (chat or
-raw); an untimed prompt new to a model x benchmark x template also needs AR's reference once (the model's AR
-seconds per token in its clock rows, times the mean answer length in the cell, else with the other template).
-"""
+prompts cost so far (the generation's seconds, AR's beside it where timed, times the repeats and the threads); a job
+with no rows yet, what its configuration cost at other repeats; a job stopped at its loop with no rows yet, its
+whole twin's cost times what stopping saved where it was measured (per model and benchmark, the median over the
+methods that ran both ways of a stopped prompt's cost over a whole one's; the whole cost where none did); else with
+the other template (chat or raw); an untimed prompt new to a model x benchmark x template also needs AR's reference
+once (the model's AR seconds per token in its clock rows, times the mean answer length in the cell, else with the
+other template)."""
 
 from __future__ import annotations
 
@@ -97,10 +99,22 @@ def _other_template(job, rows: pd.DataFrame) -> pd.DataFrame:
     return _match(job._replace(chat_template=not job.chat_template), rows)
 
 
+def stop_shares(rows: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """Per model x benchmark (raw prompts, untimed): what a prompt stopped at its loop costs against the same
+    method's whole prompt, the median over the methods that ran both ways (the stopped runs' own costs)."""
+    r = rows[~rows.timed & ~rows.chat_template]
+    per = r.groupby(["model", "benchmark", "method", "stop_at_loop"]).core_s.mean().unstack("stop_at_loop")
+    if True not in per or False not in per:
+        return {}
+    share = (per[True] / per[False]).dropna()
+    return {k: float(v) for k, v in share.groupby(level=["model", "benchmark"]).median().items()}
+
+
 def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     """Per planned job: prompts asked, prompts in the rows (its largest run folder), core-hours the rows took,
     and the core-hours its missing prompts need (an estimate: see the module's docstring)."""
     rows = _keyed(rows)
+    shares = stop_shares(rows)
     ar_s = {m: float(np.median(g.ar_wall_s * g.threads / g.new_tokens.clip(lower=1)))
             for m, g in rows[rows.timed & rows.ar_wall_s.gt(0)].groupby("model")}
     out, cells = [], {}
@@ -113,7 +127,7 @@ def cost(rows: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
         whole = _match(job._replace(stop_at_loop=False), rows) if job.stop_at_loop else other.iloc[0:0]
         per_prompt = (own.core_s.mean() if len(own)
                       else mine.core_s.mean() / mine.repeats.mean() * job.repeats if len(mine)
-                      else whole.core_s.mean() if len(whole)  # a stopped job with no rows yet: at most its whole twin's
+                      else whole.core_s.mean() * shares.get((job.model, job.benchmark), 1.0) if len(whole)
                       else other.core_s.mean() if len(other) else np.nan)
         missing = max(0, int(job.n_prompts) - done)
         out.append({**{k: getattr(job, k) for k in KEY}, "repeats": job.repeats, "asked": int(job.n_prompts),
@@ -206,10 +220,11 @@ def progress(rows: pd.DataFrame) -> str:
     jobs = cost(rows, plan)
     jobs = jobs.assign(done=jobs[["done", "asked"]].min(axis=1))
     stop = jobs.stop_at_loop.astype(bool)
-    left = jobs.core_h_left.sum()
+    left, stopped_left = jobs.core_h_left.sum(), jobs.core_h_left[stop].sum()
     return (f"How far the sweeps have got: {int(jobs.done.sum())} of {int(jobs.asked.sum())} planned prompt runs, "
             f"of them {int(jobs.done[stop].sum())} of {int(jobs.asked[stop].sum())} stopped at their loop (the "
-            f"loop-free reading's); about {left:.0f} core-hours to go (section Power).")
+            f"loop-free reading's, about {stopped_left:.0f} core-hours to go by their own costs); about {left:.0f} "
+            "core-hours to go in all (section Power).")
 
 
 def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
