@@ -6,7 +6,7 @@ import pytest
 
 from goose.analysis.artifacts import make, rows_for
 from goose.analysis.claims.card import scorecard
-from goose.analysis.claims.power import CLOCK, TAU, cost, find_plan, n_reached
+from goose.analysis.claims.power import CLOCK, TAU, cost, find_plan, n_reached, stop_shares
 from goose.analysis.load import load_rows
 from goose.experiments.claims_plan import grid, write_plan
 from goose.paths import CLAIMS_PLAN
@@ -144,3 +144,14 @@ def test_a_plan_asked_wrongly_is_refused_in_one_line(argv, said, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2 and said in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_a_stopped_prompt_is_costed_by_what_stopping_saved_where_it_was_measured():
+    """Stopped runs' own costs: per model x benchmark, the median over methods of stopped / whole seconds; a stopped
+    job with no rows yet is its whole twin's cost times that share."""
+    rows = pd.DataFrame({"model": "m", "benchmark": "humaneval", "timed": False, "chat_template": False,
+                         "method": ["pld", "pld", "tr", "tr", "goose", "goose"],
+                         "stop_at_loop": [False, True, False, True, False, False],
+                         "core_s": [10.0, 4.0, 20.0, 10.0, 30.0, 30.0]})
+    assert stop_shares(rows) == {("m", "humaneval"): pytest.approx(0.45)}  # median of 0.4 and 0.5; goose: whole only
+    assert stop_shares(rows[~rows.stop_at_loop]) == {}
