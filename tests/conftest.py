@@ -59,12 +59,22 @@ SHORT_TEXT = {"llamacpp-ngram-simple": ("+method.drafter.size_n=1", "+method.dra
                                      "+method.drafter.chunk=0")}
 
 
+PAPER_B = 60  # the tests' drafters and specs run at the paper's B unless they name a budget (the default, budget=null:
+# auto where a method prunes, is pinned in tests/running/test_spec.py)
+
+
+def at_paper_budget(spec: str) -> str:
+    """`name[:memory]` as `name@60[:memory]`; a spec naming its budget as it is."""
+    head, colon, memory = spec.partition(":")
+    return spec if "@" in head else f"{head}@{PAPER_B}{colon}{memory}"
+
 
 def drafter_for(spec: str, model: str = "smollm2-135m", extra=()):
-    """A fresh drafter for `name[@budget][:memory]`, and its budget, resolved as run.py resolves them."""
+    """A fresh drafter for `name[@budget][:memory]` (no budget: the paper's 60), and its budget, resolved as run.py
+    resolves them."""
     from goose.running.registry import make_drafter
 
-    method, budget = _method(spec, model, tuple(extra))
+    method, budget = _method(at_paper_budget(spec), model, tuple(extra))
     return make_drafter(method, budget), budget
 
 
@@ -78,11 +88,13 @@ def _method(spec: str, model: str, extra: tuple) -> tuple:
 
 
 def spec_of(*overrides):
-    """The run spec run.py builds for these command-line overrides (composed in this process)."""
+    """The run spec run.py builds for these command-line overrides (composed in this process); no budget among them:
+    the paper's 60."""
     from goose.running.registry import compose_config
     from goose.running.spec import RunSpec
 
-    return RunSpec.from_config(compose_config(list(overrides)))
+    given = any(o.lstrip("+~").startswith("budget=") for o in overrides)
+    return RunSpec.from_config(compose_config([*overrides, *([] if given else [f"budget={PAPER_B}"])]))
 
 
 def hash_of(*overrides, model_fp="m", prompts_fp="p", data_fp=""):

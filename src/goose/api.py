@@ -261,8 +261,9 @@ def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
 def make_method(model: Model, method: str | Drafter, budget: int | str | None = None,
                 memory: str | None = None) -> Drafter:
     """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` (None: the config's
-    default, 60) and `memory`, or a drafter instance, which drafts with its own Config: a budget or memory given
-    beside it must be its own (else refused in one line), and budget="auto" arms pruning on it."""
+    default, auto where the method prunes its drafts, else the paper's 60) and `memory`, or a drafter instance,
+    which drafts with its own Config: a budget or memory given beside it must be its own (else refused in one
+    line), and budget="auto" arms pruning on it."""
     fn = "goose.make_method"
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)
@@ -292,11 +293,11 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
              seed: int = 0, memory: str | None = None, stop_at_eos: bool = True,
              chat_template: bool = False, stop_at_loop: bool = False) -> Output:
     """Decode `prompt` (a string, a list of token ids or a 1-D tensor) with `method` (a name such as
-    "goose", "pld", "tr", "ar", or a Drafter instance). `budget` None: the method's default (60), or a Drafter
-    instance's own (a budget or memory that differs from an instance's own is refused). Stops at the tokenizer's
-    EOS (unless stop_at_eos=False), after max_new_tokens and, with stop_at_loop=True, once the answer's last 32
-    tokens repeat an earlier run of it (run.py's stop_at_loop). temperature > 0 samples exactly: the tokens AR
-    sampling gives with the same seed."""
+    "goose", "pld", "tr", "ar", or a Drafter instance). `budget` None: the method's default (auto where it prunes
+    its drafts, else 60), or a Drafter instance's own (a budget or memory that differs from an instance's own is
+    refused). Stops at the tokenizer's EOS (unless stop_at_eos=False), after max_new_tokens and, with
+    stop_at_loop=True, once the answer's last 32 tokens repeat an earlier run of it (run.py's stop_at_loop).
+    temperature > 0 samples exactly: the tokens AR sampling gives with the same seed."""
     fn = "goose.generate"
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)

@@ -195,8 +195,8 @@ def test_three_categories_two_passes_end_to_end(tiny_folder, tmp_path):
         json.dumps({"question_id": i, "category": c, "turns": t}) + "\n" for i, c, t in questions))
     res = tmp_path / "res"
     r = run_py("-m", "model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "n_prompts=1", "trial=1,2",
-               "method=ar,pld", "max_new_tokens=12", "speedup_reference=cached", f"data_dir={tmp_path / 'data'}",
-               f"results_dir={res}")
+               "method=ar,pld", "budget=60", "max_new_tokens=12", "speedup_reference=cached",
+               f"data_dir={tmp_path / 'data'}", f"results_dir={res}")
     assert r.returncode == 0, r.stderr[-2000:]
     got = rows(run_folder(res, "model", "spec_bench", "pld", "Bfixed-Mnone-N12-trial2") / "results.csv")
     assert [(x["prompt_id"], x["category"], x["trial"]) for x in got] == [
@@ -253,7 +253,7 @@ def test_a_prompt_near_the_context_end_generates_until_it_is_full_every_method_a
     assert int(longs[0]["new_tokens"]) == 256 - int(longs[0]["prompt_tokens"])  # the context is full
     assert "Skipping" not in r.stdout and len(list((tmp_path / "res").glob("short/jsonl/ar/*"))) == 1
     prompts.write_text(json.dumps({"id": "huge", "prompt": "a b c " * 50}) + "\n")
-    bad = run_py(*base, "method=pld", f"results_dir={tmp_path / 'res2'}")
+    bad = run_py(*base, "method=pld", "budget=60", f"results_dir={tmp_path / 'res2'}")
     assert bad.returncode == 2 and "not one new token fits" in bad.stderr
 
 

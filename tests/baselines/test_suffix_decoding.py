@@ -137,8 +137,8 @@ def test_the_library_missing_is_a_clear_error_and_other_methods_run(monkeypatch,
     g = generate(Engine(tiny), prompts[0], drafter_for("goose")[0], 16)
     assert g.tokens == hf_greedy(tiny, prompts[0], 16)
     # A default list (bench, gpu-check) leaves them out with a notice; a named one stops.
-    assert list(build_drafters(["goose", "suffix", "tr:prompt"], skip_missing=True)) == ["goose@60:prompt",
-                                                                                          "tr:prompt"]
+    assert list(build_drafters(["goose@60", "suffix", "tr@60:prompt"], skip_missing=True)) == ["goose@60:prompt",
+                                                                                                "tr:prompt"]
     with pytest.raises(GooseError, match="arctic-inference"):
         build_drafters(["goose", "suffix"])
 
@@ -158,8 +158,9 @@ def test_bad_memory_values_are_clear_errors(run_goose, tmp_path):
 
 
 def test_bench_labels_say_what_runs_and_run_a_configuration_once():
-    built = build_drafters(["suffix", "suffix:run", "suffix@auto:prompt", "pld:run", "pld", "goose@16"])
-    assert list(built) == ["suffix@60:run", "suffix@auto:prompt", "pld", "goose@16:prompt"]
+    built = build_drafters(["suffix", "suffix:run", "suffix@auto:prompt", "pld:run", "pld", "pld@60", "goose@16"])
+    # no budget given: the method's default, auto where it prunes (so "suffix" is "suffix@auto:run")
+    assert list(built) == ["suffix@auto:run", "suffix@auto:prompt", "pld@auto", "pld", "goose@16:prompt"]
 
 
 def rows_of(root):
@@ -171,7 +172,7 @@ def rows_of(root):
 @pytest.mark.integration
 def test_memory_is_recorded_and_a_resumed_run_rebuilds_it(tiny_folder, prompt_file, tmp_path, run_goose):
     base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
-            "max_new_tokens=24", "speedup_reference=none", "method=suffix"]
+            "max_new_tokens=24", "speedup_reference=none", "budget=60", "method=suffix"]
     run_goose(*base, "n_prompts=4", f"results_dir={tmp_path / 'whole'}")
     run_goose(*base, "n_prompts=2", f"results_dir={tmp_path / 'resumed'}")
     _, out = run_goose(*base, "n_prompts=4", f"results_dir={tmp_path / 'resumed'}")

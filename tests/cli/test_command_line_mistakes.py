@@ -221,7 +221,7 @@ def test_a_users_config_refusing_a_value_is_one_line_naming_the_method_and_the_f
     from goose.running.runner import exit_status, run
 
     with initialize_config_dir(str(CONF), version_base="1.3"):
-        cfg = compose("config", overrides=[f"hydra.searchpath=[file://{picky}]", "method=picky",
+        cfg = compose("config", overrides=[f"hydra.searchpath=[file://{picky}]", "method=picky", "budget=60",
                                            f"method.drafter.length={length}", f"results_dir={tmp_path / 'res'}"])
     assert exit_status(lambda: run(cfg)) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -45,7 +45,8 @@ def test_help_explains_every_setting_and_group():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert "budget (60)" in out and "B: draft nodes per verification, root included" in out
+    assert "budget (null)" in out and "B: draft nodes per verification, root included" in out
+    assert "null = each method's default: auto where it can prune its" in out
     assert "engine.backend (auto)" in out and "prepacked (CPU fp32" in out
     assert "spine-only" in out and "Single source at equal budget" in out
     assert "smollm2-135m" in out and "HumanEval: 164 Python function signatures" in out

@@ -276,7 +276,7 @@ def test_a_run_at_concurrency_2_prints_batched_ar(tiny_folder, tmp_path, run_goo
     f = jsonl_file(tmp_path / "p.jsonl", [{"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x + {i}\n"}
                                           for i in range(2)])
     s, out = run_goose("model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={f}",
-                       "method=pld", "n_prompts=null", "max_new_tokens=8", "concurrency=2", "warmup=0",
+                       "method=pld", "budget=60", "n_prompts=null", "max_new_tokens=8", "concurrency=2", "warmup=0",
                        f"results_dir={tmp_path / 'res'}")
     assert s["speedup_prompts"] == 2
     assert "(batched AR timing at concurrency 2, 2/2 prompts)" in out and "interleaved AR timing" not in out

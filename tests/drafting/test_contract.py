@@ -172,7 +172,7 @@ def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goos
     monkeypatch.syspath_prepend(str(user))
     res = tmp_path / "res"
     common = ["model=hf", f"model.path={tiny_folder}", "n_prompts=2", "max_new_tokens=12", f"results_dir={res}"]
-    summary, _ = run_goose(f"hydra.searchpath=[file://{user}]", "method=repeat", *common)
+    summary, _ = run_goose(f"hydra.searchpath=[file://{user}]", "method=repeat", "budget=60", *common)
     assert summary["lossless"] == 2 and summary["budget"] == "fixed"
     run_goose("method=ar", *common)
     rows = load_rows(res)
@@ -182,7 +182,7 @@ def test_a_new_drafter_is_one_file_plus_one_yaml(tiny_folder, tmp_path, run_goos
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
     b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", "--model", "hf", "--model-path",
-                        str(tiny_folder), "--search-path", str(user), "--methods", "repeat", "repeat@auto",
+                        str(tiny_folder), "--search-path", str(user), "--methods", "repeat@60", "repeat@auto",
                         "--benchmarks", "humaneval", "--n-prompts", "1", "--max-new-tokens", "8", "--repeats", "1"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert b.returncode == 0, b.stderr[-2000:]

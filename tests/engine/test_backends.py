@@ -127,7 +127,7 @@ def test_bench_runs_both_backends_side_by_side(tiny_folder, tmp_path):
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
     b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", "--model", "hf", "--model-path",
-                        str(tiny_folder), "--methods", "pld", "goose@auto", "hf-prompt-lookup", "--benchmarks",
+                        str(tiny_folder), "--methods", "pld@60", "goose@auto", "hf-prompt-lookup", "--benchmarks",
                         "humaneval", "--n-prompts", "2", "--max-new-tokens", "16", "--repeats", "1"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert b.returncode == 0, b.stderr[-2000:]

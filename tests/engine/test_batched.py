@@ -275,7 +275,7 @@ def test_a_run_at_concurrency_3_times_batches_against_batched_ar_and_resumes(tin
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"def f{i}(x):\n    return x + {i}\n" * 2})
                                + "\n" for i in range(5)))
     base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}", "n_prompts=null",
-            "max_new_tokens=20", f"results_dir={tmp_path / 'res'}", "concurrency=3"]
+            "max_new_tokens=20", f"results_dir={tmp_path / 'res'}", "concurrency=3", "budget=60"]
     for method in ("method=goose", "method=tr", "method=ar"):
         summary, out = run_goose(*base, method)
         assert summary["lossless"] == 5 and summary["prompts"] == 5, out

@@ -392,7 +392,7 @@ def test_a_node_keyed_by_its_own_position_is_caught(tiny, prompts, monkeypatch):
 @pytest.mark.integration
 def test_a_sampled_run_is_lossless_against_the_ar_sampler(tiny_folder, prompt_file, tmp_path, run_goose):
     common = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
-              "max_new_tokens=24", f"results_dir={tmp_path}", "n_prompts=3"]
+              "max_new_tokens=24", f"results_dir={tmp_path}", "n_prompts=3", "budget=60"]
     sampled = ["temperature=0.7", "top_p=0.95"]
     run_goose("method=goose", *common, *sampled)
     run_goose("method=goose", *common)
@@ -434,9 +434,9 @@ def test_bench_samples_every_method_and_hugging_face_with_the_same_noise(tiny_fo
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH="")
     b = subprocess.run([sys.executable, "-m", "goose.measurement.bench", "--model", "hf", "--model-path",
-                        str(tiny_folder), "--methods", "goose", "pld", "hf-prompt-lookup", "--benchmarks", "humaneval",
-                        "--n-prompts", "3", "--max-new-tokens", "24", "--repeats", "1", "--temperature", "0.7",
-                        "--top-p", "0.95", "--seed", "3"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                        str(tiny_folder), "--methods", "goose@60", "pld@60", "hf-prompt-lookup", "--benchmarks",
+                        "humaneval", "--n-prompts", "3", "--max-new-tokens", "24", "--repeats", "1", "--temperature",
+                        "0.7", "--top-p", "0.95", "--seed", "3"], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=600)
     assert b.returncode == 0, b.stderr[-2000:]
     assert "sampling T0.7-p0.95-s3" in b.stdout

@@ -46,8 +46,8 @@ def test_ar_is_the_models_own_generate_past_the_window(windowed):
 
 
 # GOOSE in the unit tier, the others in the integration tier
-@pytest.mark.parametrize("method", [pytest.param(m, marks=() if m == "goose" else pytest.mark.integration)
-                                    for m in ["pld", "goose", "goose@auto", "tr", "lookahead", "suffix"]])
+@pytest.mark.parametrize("method", [pytest.param(m, marks=() if m == "goose@60" else pytest.mark.integration)
+                                    for m in ["pld@60", "goose@60", "goose@auto", "tr@60", "lookahead", "suffix@60"]])
 def test_every_method_is_ar_on_a_windowed_model(windowed, method):
     from goose.drafting.budget import AutoBudget, CostCurve
 
@@ -61,7 +61,7 @@ def test_every_method_is_ar_on_a_windowed_model(windowed, method):
 
 
 def test_batched_rows_of_a_windowed_model_are_ar_row_by_row(windowed):
-    (drafter, _), = build_drafters(["goose"], "smollm2-135m", (), []).values()
+    (drafter, _), = build_drafters(["goose@60"], "smollm2-135m", (), []).values()
     prompts = many_prompts()
     want = [generate(Engine(windowed), p, Drafter(), 24).tokens for p in prompts]
     for template in (Drafter(), drafter):

@@ -30,7 +30,7 @@ def four_prompts(tmp_path):
 
 
 def run_bench(tiny_folder, prompts, *more):
-    bench.main(["--model", "hf", "--model-path", str(tiny_folder), "--methods", "pld", "--prompts", str(prompts),
+    bench.main(["--model", "hf", "--model-path", str(tiny_folder), "--methods", "pld@60", "--prompts", str(prompts),
                 "--max-new-tokens", "6", "--backends", "eager", *more])
 
 
@@ -114,9 +114,9 @@ def test_concurrency_json_has_null_not_nan_when_every_request_stops_after_one_to
     """One token per request: TPOT is undefined (null, '-' in the table), TTFT is there; the file also says what it
     ran on and how many prompts."""
     out = tmp_path / "conc.json"
-    bench.main(["--model", "hf", "--model-path", str(tiny_folder), "--methods", "pld", "--prompts", str(four_prompts),
-                "--n-prompts", "3", "--max-new-tokens", "1", "--repeats", "1", "--concurrency", "1", "2",
-                "--json", str(out)])
+    bench.main(["--model", "hf", "--model-path", str(tiny_folder), "--methods", "pld@60", "--prompts",
+                str(four_prompts), "--n-prompts", "3", "--max-new-tokens", "1", "--repeats", "1", "--concurrency", "1",
+                "2", "--json", str(out)])
     printed = capsys.readouterr().out
     data = strict(out)
     assert data["prompts"] == 3 and f"3 prompts ({four_prompts})" in printed
@@ -163,7 +163,7 @@ def test_one_tpot_definition_prefill_excluded_at_every_concurrency(tiny, monkeyp
     args = Namespace(max_new_tokens=8, concurrency=[1, 2], repeats=1, json=str(tmp_path / "c.json"), figure=None,
                      model="tiny")
     out = concurrency_sweep.run(args, tiny, byte_tokenizer(), frozenset(), prompts,
-                                build_drafters(["pld"], "smollm2-135m"), None, None, torch.device("cpu"),
+                                build_drafters(["pld@60"], "smollm2-135m"), None, None, torch.device("cpu"),
                                 torch.float32, None)
     cells = {(r["method"], r["concurrency"]): r for r in out}
     for c in (1, 2):

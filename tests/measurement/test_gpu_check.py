@@ -24,7 +24,7 @@ def smoke(tiny, tmp_path, monkeypatch, capsys) -> tuple[int, list[str], dict]:
     monkeypatch.setenv("GOOSE_CACHE", str(cache))
     out = tmp_path / "gpu-check.json"
     rc = gpu_check.main(["--device", "cpu", "--model", "hf", "--model-path", str(folder), "--benchmarks", "gsm8k",
-                         "--n-prompts", "1", "--max-new-tokens", "8", "--methods", "ar", "pld", "--json", str(out)])
+                         "--n-prompts", "1", "--max-new-tokens", "8", "--methods", "ar", "pld@60", "--json", str(out)])
 
     def refuse(name):
         raise AssertionError(f"{name} in {out}")

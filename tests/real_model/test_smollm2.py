@@ -23,7 +23,7 @@ def smollm2():
 
 
 def test_run_py_goose_on_humaneval_is_lossless(tmp_path):
-    r = run_py("method=goose", "n_prompts=2", "max_new_tokens=48", f"results_dir={tmp_path}")
+    r = run_py("method=goose", "budget=60", "n_prompts=2", "max_new_tokens=48", f"results_dir={tmp_path}")
     assert r.returncode == 0, r.stderr[-3000:]
     with open(run_folder(tmp_path, "smollm2-135m", "humaneval", "goose", "B60-Mprompt-N48") / "results.csv") as f:
         got = list(csv.DictReader(f))

@@ -72,3 +72,15 @@ def test_make_n_of_a_reproduce_target_runs_nothing(tmp_path):
                            cwd=ROOT, capture_output=True, text=True, timeout=60)
     ran = (tmp_path / "ran").read_text().splitlines() if (tmp_path / "ran").exists() else []
     assert [c for c in ran if not c.startswith("-c ")] == []  # `python -c` probes (is Gemma installed?) may run
+
+
+def test_every_paper_experiment_states_its_budget():
+    """A run that names no budget prunes with budget=auto (conf/config.yaml's budget: null); the paper's experiments
+    are at the paper's B, so each states it (itself, through the sweep it builds on, or swept), and no committed run
+    folder moves when the default changes."""
+    from goose.experiments.claims_plan import experiment
+
+    for yaml in sorted((ROOT / "experiments").glob("*.yaml")):
+        cfg = experiment(yaml.stem)
+        swept = cfg.get("hydra", {}).get("sweeper", {}).get("params", {})
+        assert cfg.get("budget") is not None or "budget" in swept, f"{yaml.name} states no budget: add budget: 60"

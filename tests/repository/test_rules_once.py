@@ -12,6 +12,9 @@ RULES = {  # what the rule is -> (a pattern only its definition matches, the one
                                                                   "src/goose/drafting/contract.py"),
     "the budget a row records for a method no number changes": (r"""["']fixed["']""", "src/goose/storage/metrics.py"),
     "the budget label (auto, the nodes, or fixed)": (r"\.nodes if takes_budget\(", "src/goose/running/registry.py"),
+    "a method's default budget": (r"""["']auto["'] if prunes""", "src/goose/running/registry.py"),
+    "the length rule (a prompt and the tokens asked after it fit the model's context)": (
+        r"\+ ?max_\w*tokens ?[<>]|\b(limit|context|max_positions) - (self\.)?n\b", "src/goose/running/inputs.py"),
     "what a whole number, a number and a flag are (a bool is neither)": (r"isinstance\([^)]*\bbool\b",
                                                                           "src/goose/core/values.py"),
 }

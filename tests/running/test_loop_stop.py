@@ -106,7 +106,7 @@ def test_a_stopped_run_writes_why_each_answer_ended_and_ar_agrees_with_hugging_f
     from goose.storage.result_files import ResultsFile
 
     base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
-            "n_prompts=null", "max_new_tokens=300", "speedup_reference=none", f"results_dir={tmp_path}"]
+            "n_prompts=null", "max_new_tokens=300", "speedup_reference=none", "budget=60", f"results_dir={tmp_path}"]
     rows = {}
     for method in ("ar", "goose"):
         summary, _ = run_goose(*base, f"method={method}", "stop_at_loop=true")

@@ -11,7 +11,7 @@ from runs import ROOT, rows, run_folder, run_here
 
 @pytest.mark.integration
 def test_goose_run_writes_lossless_rows_and_resumes(tiny_folder, prompt_file, tmp_path, run_goose):
-    args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
+    args = ["model=hf", f"model.path={tiny_folder}", "method=goose", "budget=60", "benchmark=jsonl",
             f"benchmark.path={prompt_file}", "max_new_tokens=24", f"results_dir={tmp_path / 'res'}", "n_prompts=2"]
     _, first = run_goose(*args)
     out = run_folder(tmp_path / "res", "model", "jsonl", "goose", "B60-Mprompt-N24") / "results.csv"
@@ -98,7 +98,7 @@ def test_hub_model_without_weights_fails_fast(tmp_path):
 
 @pytest.mark.integration
 def test_trace_jsonl_per_step(tiny_folder, prompt_file, tmp_path, run_goose):
-    run_goose("model=hf", f"model.path={tiny_folder}", "method=goose", "benchmark=jsonl",
+    run_goose("model=hf", f"model.path={tiny_folder}", "method=goose", "budget=60", "benchmark=jsonl",
               f"benchmark.path={prompt_file}", "max_new_tokens=16", "n_prompts=1", "trace=true",
               f"results_dir={tmp_path}")
     run = run_folder(tmp_path, "model", "jsonl", "goose", "B60-Mprompt-N16")

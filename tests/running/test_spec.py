@@ -40,9 +40,9 @@ def test_adding_a_setting_is_one_declaration_and_its_yaml_line(tmp_path, monkeyp
     conf = tmp_path / "conf"
     shutil.copytree(CONF, conf)
     (conf / "config.yaml").write_text((conf / "config.yaml").read_text().replace(
-        "budget: 60", "warp: 1               # how far\nbudget: 60", 1))
+        "budget: null", "warp: 1               # how far\nbudget: null", 1))
     monkeypatch.setattr("goose.running.registry.CONF", conf)
-    base, warped_spec = spec_of("method=goose"), spec_of("method=goose", "warp=3")
+    base, warped_spec = spec_of("method=goose", "budget=60"), spec_of("method=goose", "budget=60", "warp=3")
     assert warped_spec.warp == 3 and base.warp == 1
     assert warped_spec.settings("row")["warp"] == 3 and warped_spec.settings("reference")["warp"] == 3
     assert hash_of("method=goose", "warp=3") != hash_of("method=goose")
@@ -58,4 +58,20 @@ def test_below_the_runner_values_are_typed():
     s = spec_of("method=goose", "budget=auto", "temperature=0.7", "n_prompts=null")
     assert s.budget.auto and s.budget_label == "auto" and s.n_prompts is None
     assert s.sampling.temperature == 0.7 and s.method.config.budget == AUTO_BUILD_NODES and s.memory_label == "prompt"
-    assert spec_of("method=tr").budget_label == "fixed" and spec_of("method=pld").memory_label == "none"
+    assert spec_of("method=tr", "budget=60").budget_label == "fixed" and spec_of("method=pld").memory_label == "none"
+
+
+@pytest.mark.parametrize("method,budget,label", [("goose", "auto", "auto"), ("pld", "auto", "auto"),
+                                                 ("tr", "auto", "auto"), ("ar", 60, "fixed"),
+                                                 ("lookahead", 60, 60)])
+def test_a_methods_default_budget_is_what_pays_here(method, budget, label):
+    """No budget given (conf/config.yaml's budget: null): auto where the method prunes its drafts, the paper's 60
+    where it cannot (ar, lookahead: they refuse auto); the paper's experiments state their B themselves."""
+    from goose.drafting.budget import Budget
+    from goose.running.registry import compose_config, load_method
+    from goose.running.spec import RunSpec
+
+    spec = RunSpec.from_config(compose_config([f"method={method}"]))
+    assert spec.budget == Budget.parse(budget) and spec.budget_label == label
+    assert load_method(method)[1] == Budget.parse(budget)  # the Python API's and the measurement tools' default
+    assert RunSpec.from_config(compose_config([f"method={method}", "budget=60"])).budget == Budget.parse(60)

@@ -59,7 +59,8 @@ def test_cached_sweep_times_ar_once_per_prompt_and_second_run_skips_everything(t
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"a b c a b c {i} " * 3}) + "\n"
                                for i in range(3)))
     args = ["-m", "model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
-            "method=pld,goose", "max_new_tokens=16", "speedup_reference=cached", f"results_dir={tmp_path / 'res'}"]
+            "method=pld,goose", "budget=60", "max_new_tokens=16", "speedup_reference=cached",
+            f"results_dir={tmp_path / 'res'}"]
     first = run_py(*args)
     assert first.returncode == 0, first.stderr[-2000:]
     refs = sorted((tmp_path / "res" / "references").rglob("*.json"))
@@ -83,7 +84,8 @@ def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monk
     data = tmp_path / "data" / "spec_bench"
     data.mkdir(parents=True)
     (data / "question.jsonl").write_text(json.dumps({"question_id": 81, "turns": ["Say x.", "Now y."]}) + "\n")
-    r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "method=goose", "max_new_tokens=8",
+    r = run_py("model=hf", f"model.path={tiny_folder}", "benchmark=spec_bench", "method=goose", "budget=60",
+               "max_new_tokens=8",
                f"data_dir={tmp_path / 'data'}", f"results_dir={tmp_path / 'res'}")
     assert r.returncode == 0, r.stderr[-2000:]
     got = rows(run_folder(tmp_path / "res", "model", "spec_bench", "goose", "B60-Mprompt-N8") / "results.csv")
@@ -96,7 +98,7 @@ def test_spec_bench_second_turn_carries_first_answer(tiny_folder, tmp_path, monk
 def test_wandb_offline_run_holds_config_and_metrics(tiny_folder, tmp_path):
     env = dict(os.environ, WANDB_MODE="offline", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     r = subprocess.run([sys.executable, str(ROOT / "run.py"), "model=hf", f"model.path={tiny_folder}",
-                        "method=pld", "n_prompts=2", "max_new_tokens=8", f"results_dir={tmp_path}"],
+                        "method=pld", "budget=60", "n_prompts=2", "max_new_tokens=8", f"results_dir={tmp_path}"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     folder = run_folder(tmp_path, "model", "humaneval", "pld", "Bfixed-Mnone-N8")

@@ -95,7 +95,7 @@ def test_goose_serve_serves_and_drains_at_sigterm(tiny_folder):
     env = dict(os.environ, WANDB_MODE="disabled", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
     proc = subprocess.Popen([sys.executable, "-m", "goose.serving.command", "model=hf", f"model.path={tiny_folder}",
-                             "method=goose", "concurrency=2", "max_new_tokens=8", "--port", "0"],
+                             "method=goose", "budget=60", "concurrency=2", "max_new_tokens=8", "--port", "0"],
                             cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
         port = None

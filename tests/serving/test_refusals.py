@@ -121,6 +121,30 @@ def test_the_context_bounds_prompt_and_max_tokens():
     assert parse({"prompt": [1] * 1000, "max_tokens": 24}, TARGET, False).max_tokens == 24
 
 
+@pytest.mark.parametrize("n,asked", [(1000, 24), (1000, 25), (1023, 1), (1024, 1), (1024, None), (1023, None),
+                                     (10, 1014), (10, 1015), (1100, 5)])
+def test_the_server_and_run_py_hold_one_length_rule(n, asked):
+    """#71: the length rule exists once (goose.running.inputs.Length); the server answers what it decides in OpenAI's
+    shape, run.py and the API in their GooseError, so both refuse exactly the same prompts and max_tokens."""
+    from goose.errors import GooseError
+    from goose.running.inputs import check_length
+
+    body = {"prompt": [1] * n, **({} if asked is None else {"max_tokens": asked})}
+    try:
+        parse(body, TARGET, False)
+        served = True
+    except ApiError as e:
+        assert e.code == "context_length_exceeded"
+        served = False
+    try:
+        check_length("prompt", n, 1024, asked if asked is not None else 1)
+        offline = True
+    except GooseError as e:
+        assert "exceeds the model's context of 1024" in str(e)
+        offline = False
+    assert served == offline == (n + (asked or 1) <= 1024)
+
+
 def test_chat_messages_are_checked_and_formatted_by_the_template():
     ask = parse({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
                                                             {"type": "text", "text": "b"}]}],

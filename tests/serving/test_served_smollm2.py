@@ -22,7 +22,7 @@ N = 32
 
 
 def test_the_openai_client_streams_smollm2s_offline_tokens():
-    served = load(check_settings(["model=smollm2-135m", "method=goose", "concurrency=2", "device=cpu",
+    served = load(check_settings(["model=smollm2-135m", "method=goose", "budget=60", "concurrency=2", "device=cpu",
                                   "dtype=float32"]), [], None)
     tok = served.tokenizer
     engine = Engine(served.engine.model)

@@ -26,8 +26,11 @@ def jsonl(path, texts, ids=None):
 
 
 def tiny_args(folder, prompts, results, *extra):
+    """A tiny-model run's settings; at the paper's B = 60 unless `extra` names a budget (these tests are about
+    references, resumes and inputs, not the default budget: tests/running/test_spec.py pins that)."""
+    budget = [] if any(e.startswith("budget=") for e in extra) else ["budget=60"]
     return ["model=hf", f"model.path={folder}", "benchmark=jsonl", f"benchmark.path={prompts}",
-            f"results_dir={results}", "max_new_tokens=12", *extra]
+            f"results_dir={results}", "max_new_tokens=12", *budget, *extra]
 
 
 def all_rows(root):
@@ -367,3 +370,31 @@ def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cos
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
     with pytest.raises(GooseError, match="pruned against another cost"):
         run_goose(*base)
+
+
+@pytest.mark.parametrize("budget,prunes,says", [
+    ("60", True, "slower than AR on this machine (0.463x): B=60 verifies more than this machine gains; budget=auto "
+                 "prunes each draft to what pays here"),
+    ("auto", True, "slower than AR on this machine (0.463x): even the drafts budget=auto keeps do not pay here; AR "
+                   "is what pays on these prompts"),
+    ("60", False, "slower than AR on this machine (0.463x): its drafts cost more than they gain here, and it cannot "
+                  "prune them (no budget=auto)"),
+    ("fixed", True, "slower than AR on this machine (0.463x): its drafts as built cost more than this machine gains; "
+                    "budget=auto prunes each draft to what pays here"),
+])
+def test_a_run_slower_than_ar_says_so_and_what_pays(budget, prunes, says, tmp_path, capsys):
+    """`python run.py method=goose budget=60` on a CPU printed `speedup vs AR 0.463x` and nothing more; a reader
+    benchmarking against GOOSE took it for GOOSE's speed. The summary says in one line that it is slower and what
+    pays (budget=auto); a run as fast as AR or faster, or untimed, says nothing of it."""
+    from goose.storage.run_records import print_summary
+
+    s = {"method": "goose", "benchmark": "humaneval", "model": "m", "budget": budget, "memory": "prompt",
+         "prompts": 3, "new_tokens": 30, "tau": 1.5, "mean_tau": 1.5, "tokens_per_s": 2.0, "speedup": 0.463,
+         "speedup_prompts": 3, "speedup_sources": "interleaved", "speedup_stale": 0, "lossless": 3, "numerics": 0,
+         "diverged": 0, "concurrency": 1, "speedup_reference": "interleaved"}
+    print_summary(s, tmp_path / "results.csv", prunes=prunes)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.strip() for line in lines if "slower than AR" in line] == [says]
+    for other in ({"speedup": 1.2}, {"speedup_prompts": 0}):
+        print_summary({**s, **other}, tmp_path / "results.csv", prunes=prunes)
+        assert "slower than AR" not in capsys.readouterr().out.replace(str(tmp_path), "")

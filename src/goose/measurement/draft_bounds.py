@@ -71,7 +71,7 @@ from goose.storage.metrics import SPLIT_N, copy_split
 
 ROOT = REPO_ROOT
 
-DEFAULT_METHODS = ("pld", "pld@auto", "suffix@auto", "goose@16", "goose@auto", "goose@auto:run", "spine-only@auto")
+DEFAULT_METHODS = ("pld@60", "pld@auto", "suffix@auto", "goose@16", "goose@auto", "goose@auto:run", "spine-only@auto")
 
 
 class ReplayEngine:

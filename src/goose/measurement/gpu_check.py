@@ -41,7 +41,7 @@ COLUMNS = ("method", "dtype", *CLASSES, "tokens/s", "x AR", "tau")
 
 def method_specs() -> list[str]:
     """Every method in conf/method/ at budget 60, and GOOSE under budget=auto."""
-    return [*method_names(), "goose@auto"]
+    return [*(f"{m}@60" for m in method_names()), "goose@auto"]  # @60: no budget given would be auto
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -19,8 +19,9 @@ from goose.running.registry import method_names, parse_spec
 
 # Methods from conf/method/ (and --search-path folders), as NAME[@BUDGET][:MEMORY]; each in its default
 # memory mode unless one is given. REST reads the offline datastore (`make bench` builds it).
-DEFAULT_METHODS = ("ar", "pld", "pld@auto", "tr", "iso3", "lookahead", "rest", "suffix-chain", "suffix",
-                   "suffix@auto", "goose@16", "goose@32", "goose@60", "goose@auto", "goose-suffix",
+# No budget given is budget=auto where a method prunes (conf/config.yaml): the list states the paper's 60 beside it.
+DEFAULT_METHODS = ("ar", "pld@60", "pld@auto", "tr@60", "iso3@60", "lookahead@60", "rest@60", "suffix-chain@60",
+                   "suffix@60", "suffix@auto", "goose@16", "goose@32", "goose@60", "goose@auto", "goose-suffix@60",
                    "goose-suffix@auto")
 HF_METHODS = ("hf-greedy", "hf-prompt-lookup")
 DEFAULT_N_PROMPTS = 10  # of each --benchmarks entry; of a --prompts file: all unless --n-prompts is given

@@ -126,26 +126,61 @@ def token_room(prompt_id: str, n: int, limit: int | None, max_new_tokens: int) -
     the context is full (rows record `capped_at`). It depends on the prompt and the model only, so every
     method and budget stops at the same length (near the end the engine verifies only the draft nodes
     that still fit: goose.engine.single)."""
-    if limit is None:
+    length = Length(n, limit)
+    if length.room is None:
         return max_new_tokens
-    room = min(max_new_tokens, limit - n)
-    if room < 1:
+    room = min(max_new_tokens, length.room)
+    if not length.prompt_fits:
         raise GooseError(f"prompt '{prompt_id}' has {n} tokens: not one new token fits in the model's context of "
                          f"{limit}. Shorten the prompt or use a model with a longer context.")
     return room
 
 
+@dataclass(frozen=True)
+class Length:
+    """The length rule, stated once: a prompt of `n` tokens and the `max_new_tokens` asked after it must fit the
+    model's context of `limit` positions (None: no limit), and a prompt must leave room for one new token. A
+    generation that does not fit is refused, never cut short. run.py's prompt=, bench and the Python API ask it
+    through `check_length` (a GooseError); goose-serve asks it of every request and words the refusal as OpenAI's
+    400 (goose.serving.params); a benchmark's prompt is capped where the context ends (`token_room`).
+    `max_new_tokens` None: none asked (a request without max_tokens)."""
+
+    n: int
+    limit: int | None
+    max_new_tokens: int | None = None
+
+    @property
+    def room(self) -> int | None:
+        """New tokens the context holds after the prompt (None: no limit)."""
+        return None if self.limit is None else self.limit - self.n
+
+    @property
+    def prompt_fits(self) -> bool:
+        """At least one new token fits after the prompt."""
+        return self.room is None or self.room >= 1
+
+    @property
+    def fits(self) -> bool:
+        """The prompt and every token asked fit."""
+        asked, room = self.max_new_tokens, self.room
+        return self.prompt_fits and (room is None or asked is None or asked <= room)
+
+    def reason(self, what: str) -> str:
+        """Why it does not fit, with the real limits: a prompt of at most context - max_new_tokens tokens, or
+        max_new_tokens of at most context - prompt. `what` names the prompt as the user gave it."""
+        limit, n, asked = self.limit, self.n, self.max_new_tokens
+        fits = limit - asked
+        shorten = (f"shorten the prompt to {fits} tokens or fewer (the context less max_new_tokens)" if fits >= 1 else
+                   f"lower max_new_tokens below {limit} and shorten the prompt")
+        fit = (f"Lower max_new_tokens to {self.room} or less, or {shorten}" if self.prompt_fits else
+               shorten[0].upper() + shorten[1:])
+        return f"{what} has {n} tokens; with max_new_tokens={asked} it exceeds the model's context of {limit}. {fit}."
+
+
 def check_length(what: str, n: int, limit: int | None, max_new_tokens: int) -> None:
-    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens), giving the
-    real limits: a prompt of at most context - max_new_tokens tokens, or max_new_tokens of at most context - prompt.
-    `what` names the prompt as the user gave it: "prompt" (run.py's prompt= or prompt_file=), "prompt 'ID'"
-    (bench), "goose.generate: the prompt" (the API)."""
-    if limit is None or n + max_new_tokens <= limit:
-        return
-    fits = limit - max_new_tokens
-    shorten = (f"shorten the prompt to {fits} tokens or fewer (the context less max_new_tokens)" if fits >= 1 else
-               f"lower max_new_tokens below {limit} and shorten the prompt")
-    fit = (f"Lower max_new_tokens to {limit - n} or less, or {shorten}" if n < limit else
-           shorten[0].upper() + shorten[1:])
-    raise GooseError(f"{what} has {n} tokens; with max_new_tokens={max_new_tokens} it exceeds the model's "
-                     f"context of {limit}. {fit}.")
+    """Refuse a single prompt whose whole generation would not fit (the user asked for that many tokens): the
+    `Length` rule's reason as one GooseError. `what` names the prompt as the user gave it: "prompt" (run.py's prompt=
+    or prompt_file=), "prompt 'ID'" (bench), "goose.generate: the prompt" (the API)."""
+    length = Length(n, limit, max_new_tokens)
+    if not length.fits:
+        raise GooseError(length.reason(what))

@@ -73,6 +73,21 @@ def drafter_class(method: Mapping) -> type[Drafter]:
     return cls
 
 
+PAPER_NODES = 60  # the paper's B: what a method that cannot prune its drafts takes when no budget is given
+
+
+def method_budget(method, budget: Budget | None) -> Budget:
+    """The budget a method runs at: the one given, else its default (budget=null): what pays on this hardware (auto)
+    for a method that can prune its drafts, the paper's B for one that cannot (ar, lookahead). The paper's
+    experiments state B = 60 themselves."""
+    if budget is not None:
+        return budget
+    if isinstance(method, DictConfig):
+        method = OmegaConf.to_container(method, resolve=True)
+    prunes = isinstance(method, Mapping) and drafter_class(method).capabilities.auto_budget
+    return Budget.parse("auto" if prunes else PAPER_NODES)
+
+
 def resolve_method(method, budget: Budget, memory: str | None = None) -> MethodSpec:
     """A method section (plain or DictConfig) resolved: its drafter class and validated Config (the YAML's keys
     over the dataclass defaults, the top-level budget and, when given, the memory mode)."""
@@ -195,7 +210,7 @@ def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] |
         check_memory(memory, f"method spec {spec!r}")
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])
     cfg = compose_config(overrides, search_path)
-    budget = Budget.parse(cfg.budget)
+    budget = method_budget(cfg.method, None if cfg.budget is None else Budget.parse(cfg.budget))
     return resolve_method(cfg.method, budget, memory or cfg.get("memory")), budget
 
 

@@ -136,7 +136,7 @@ def run(cfg, sweep_id: str = "") -> dict | None:
                         "speedup_sources": ",".join(sorted({str(r.get("speedup_source")) for r in rows})),
                         "run_dir": str(run_dir)})
         write_summary(run_dir, summary)
-    print_summary(summary, results.path)
+    print_summary(summary, results.path, prunes=spec.method.cls.capabilities.auto_budget)
     return summary
 
 

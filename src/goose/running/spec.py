@@ -128,8 +128,8 @@ def anything(v):
     return v
 
 
-def budget_value(v) -> Budget:
-    return Budget.parse(v)
+def budget_value(v) -> Budget | None:
+    return None if v is None else Budget.parse(v)  # None: the method's default (registry.method_budget)
 
 
 def memory_mode(v) -> str | None:
@@ -279,8 +279,11 @@ class RunSpec:
         if values["concurrency"] > 1 and values["speedup_reference"] == "cached":
             raise GooseError("speedup_reference=cached reuses AR timings of one request at a time; at concurrency > 1 "
                              "batched AR is timed beside the method's batch (interleaved) or not at all (none).")
-        from goose.running.registry import resolve_method  # start-up time: omegaconf only when a spec is built
+        from goose.running.registry import method_budget, resolve_method  # start-up time: omegaconf only when built
 
+        values["budget"] = method_budget(plain.get("method"), values["budget"])
+        if plain.get("budget") is None:  # the folder's config.yaml and W&B record the budget the method runs at
+            plain["budget"] = "auto" if values["budget"].auto else values["budget"].nodes
         method = resolve_method(plain.get("method"), values["budget"], values["memory"])
         device, dtype = resolved_device_dtype(values["device"], values["dtype"], model)
         backend = resolved_backend(values["engine_backend"], device, dtype)

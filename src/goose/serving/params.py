@@ -17,6 +17,7 @@ from typing import Any
 from goose.core.values import is_flag, is_number, is_whole
 from goose.engine.sampling import Sampling
 from goose.errors import GooseError
+from goose.running.inputs import Length
 from goose.serving.replies import ApiError, refused
 
 
@@ -225,16 +226,18 @@ def _chat_ids(body: dict, target: Target) -> list[int]:
 
 
 def _fits(n: int, max_tokens: int | None, target: Target, prompt: str = "prompt") -> int:
-    """max_tokens, checked against the context (a prompt and its answer must fit: refused, never cut short)."""
-    limit = target.context
-    if limit is not None and n >= limit:
+    """max_tokens, checked against the context by the length rule (goose.running.inputs.Length: a prompt and its
+    answer must fit, refused, never cut short), its refusal worded as OpenAI's 400; none asked: the server's
+    default, within the room the prompt leaves."""
+    length, limit = Length(n, target.context, max_tokens), target.context
+    if not length.prompt_fits:
         raise ApiError(400, f"This model's maximum context length is {limit} tokens; the prompt has {n}: shorten it",
                        param=prompt, code="context_length_exceeded")
     if max_tokens is None:
-        return target.default_max_tokens if limit is None else min(target.default_max_tokens, limit - n)
-    if limit is not None and n + max_tokens > limit:
+        return target.default_max_tokens if length.room is None else min(target.default_max_tokens, length.room)
+    if not length.fits:
         raise ApiError(400, f"This model's maximum context length is {limit} tokens; {n + max_tokens} were asked "
-                       f"({n} in the prompt, {max_tokens} max_tokens): ask for {limit - n} or fewer",
+                       f"({n} in the prompt, {max_tokens} max_tokens): ask for {length.room} or fewer",
                        param="max_tokens", code="context_length_exceeded")
     return max_tokens
 

@@ -13,6 +13,7 @@ import torch
 
 from goose.engine.backends import device_name
 from goose.storage.durable import append_text, write_error
+from goose.storage.metrics import FIXED
 from goose.storage.result_files import ResultsFile
 
 
@@ -82,7 +83,21 @@ def speedup_basis(s: dict, concurrency: int) -> str:
     return f"{s['speedup_sources']} AR timing"
 
 
-def print_summary(s: dict, path: Path) -> None:
+def slower_than_ar(s: dict, prunes: bool) -> str:
+    """One line where the run was slower than AR on this machine, naming what pays; '' where it was not (or was not
+    timed). `prunes`: the method can take budget=auto."""
+    if not s["speedup_prompts"] or not s["speedup"] < 1:
+        return ""
+    said = f"\n  slower than AR on this machine ({s['speedup']:.3f}x): "
+    if s["budget"] == "auto":
+        return said + "even the drafts budget=auto keeps do not pay here; AR is what pays on these prompts"
+    if prunes:
+        drafts = "its drafts as built cost" if s["budget"] == FIXED else f"B={s['budget']} verifies"
+        return said + f"{drafts} more than this machine gains; budget=auto prunes each draft to what pays here"
+    return said + "its drafts cost more than they gain here, and it cannot prune them (no budget=auto)"
+
+
+def print_summary(s: dict, path: Path, prunes: bool = False) -> None:
     if s["speedup_prompts"]:
         how = speedup_basis(s, summary_concurrency(s, path))
         speed = (f"speedup vs AR {s['speedup']:.3f}x ({how}, "
@@ -97,7 +112,7 @@ def print_summary(s: dict, path: Path) -> None:
         f"{s['prompts']} prompt{'' if s['prompts'] == 1 else 's'}, "
         f"{s['new_tokens']} tokens\n"
         f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
-        f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}\n"
+        f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}{slower_than_ar(s, prunes)}\n"
         f"  lossless {s['lossless']}/{s['prompts']}{kinds}\n"
         f"  rows: {path}",
         flush=True,
