@@ -241,9 +241,10 @@ def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
     as the method's by name do)."""
     cls = type(drafter).__name__
     if budget not in (None, "auto") and drafter.auto_budget_enabled:
-        raise GooseError(f"{fn}: budget={budget!r} asked of a Drafter instance that an earlier budget='auto' armed: it "
-                         f"prunes under budget=auto for good; build a new one for a fixed budget ({cls}(...)), or "
-                         "pass budget='auto'.")
+        raise GooseError(f"{fn}: budget={budget!r} asked of a Drafter instance made or used with budget='auto' (the "
+                         f"default where a method prunes its drafts): it prunes under budget=auto for good; make one "
+                         f"for a fixed budget (goose.make_method(model, {drafter.name!r}, budget={budget!r}) or "
+                         f"{cls}(...)), or pass budget='auto'.")
     for key, given, role in (("budget", budget, BUDGET), ("memory", memory, MEMORY)):
         fields = role_fields(drafter.config, role)
         if given is None or given == "auto" or not fields or getattr(drafter.config, fields[0]) == given:

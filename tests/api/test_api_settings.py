@@ -48,8 +48,11 @@ def test_a_fixed_budget_asked_of_an_instance_armed_for_auto_is_refused(model):
     armed = GooseDrafter()
     goose.generate(model, ids, method=armed, budget="auto", max_new_tokens=8)
     one_line(lambda: goose.generate(model, ids, method=armed, budget=60, max_new_tokens=8), "budget=60",
-             "armed", "build a new one")
+             "made or used with budget='auto'", "goose.make_method(model, 'goose', budget=60)")
     goose.generate(model, ids, method=armed, budget="auto", max_new_tokens=8)  # asked as armed: fine
+    by_default = goose.make_method(model, "goose", memory="run")  # auto: the default where a method prunes
+    one_line(lambda: goose.generate(model, ids, method=by_default, budget=60, max_new_tokens=8),
+             "(the default where a method prunes its drafts)")
 
 
 def test_memory_beside_a_drafter_instance_that_differs_from_its_own_is_refused(model):

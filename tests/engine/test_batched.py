@@ -354,14 +354,14 @@ def test_the_concurrency_bench_starts_every_level_from_empty_memory(tiny, capsys
     prompts = [("tiny", p) for p in many_prompts()]
 
     def tau_at(levels, json=None, figure=None):
-        built = build_drafters(["tr:run", "suffix@16:run"], "smollm2-135m")
+        built = build_drafters(["tr@60:run", "suffix@16:run"], "smollm2-135m")  # no budget: auto, not this test's
         args = Namespace(max_new_tokens=16, concurrency=levels, repeats=1, json=json, figure=figure, model="tiny")
         out = concurrency.run(args, tiny, byte_tokenizer(), frozenset(), prompts, built, None, None,
                               torch.device("cpu"), torch.float32, None)
         return {(r["method"], r["concurrency"]): r["tau"] for r in out}
 
     both, alone = tau_at([1, 2], tmp_path / "bench.json", tmp_path / "bench.png"), tau_at([2])
-    for method in ("tr:run", "suffix@16:run"):
+    for method in ("tr:run", "suffix@16:run"):  # its label: TR has no budget but auto
         assert both[(method, 2)] == alone[(method, 2)], method
     import json
 

@@ -43,7 +43,8 @@ WALL_CLOCK = {"wall_s", "wall_s_std", "tokens_per_s", "ttft_s", "tpot_s", "speed
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("method", [["method=goose"], ["method=tr", "memory=run", "repeats=2"]])
+@pytest.mark.parametrize("method", [["method=goose", "budget=60"],
+                                    ["method=tr", "budget=60", "memory=run", "repeats=2"]])
 def test_a_configuration_at_concurrency_1_gives_the_single_loops_rows_through_the_batched_loop(
         method, tiny_folder, prompt_file, tmp_path, run_goose, monkeypatch):
     """The run scaffolding (goose.running.decoding.Decoding) is shared and only the schedule differs: forced

@@ -44,6 +44,8 @@ def test_a_setting_the_server_does_not_take_is_one_line(setting, says, capsys):
     (["method=goose", "budget=-3"], "budget"),
     (["method=goose", "method.drafter.no_such=1"], "no_such"),
     (["method=gose"], "no such method"),
+    (["method=gose"], "in a folder given by --search-path DIR"),  # goose-serve's way, not run.py's hydra.searchpath
+    (["--concurrency", "4", "method=pld"], "--concurrency is a setting of goose-serve, not a flag: write concurrency="),
     (["--port", "http"], "--port"),
 ])
 def test_every_refusal_names_goose_serve_and_its_help(argv, says, capsys, tmp_path):

@@ -395,6 +395,8 @@ def test_a_run_slower_than_ar_says_so_and_what_pays(budget, prunes, says, tmp_pa
     print_summary(s, tmp_path / "results.csv", prunes=prunes)
     lines = capsys.readouterr().out.splitlines()
     assert [line.strip() for line in lines if "slower than AR" in line] == [says]
+    print_summary({**s, "drafted": 0}, tmp_path / "results.csv", prunes=prunes)
+    assert "it drafted nothing on these prompts" in capsys.readouterr().out
     for other in ({"speedup": 1.2}, {"speedup_prompts": 0}):
         print_summary({**s, **other}, tmp_path / "results.csv", prunes=prunes)
         assert "slower than AR" not in capsys.readouterr().out.replace(str(tmp_path), "")

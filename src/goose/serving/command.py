@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import signal
 import socket
 import sys
@@ -40,6 +41,10 @@ HELP = "goose-serve --help"  # every refusal of this command points here, never 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
+        if m := re.match(r"unrecognized arguments: --([\w-]+)", message):  # a setting written as a flag
+            key = m.group(1).replace("-", "_")
+            if key in SERVER_SETTINGS:
+                message = f"--{m.group(1)} is a setting of goose-serve, not a flag: write {key}=VALUE"
         print(f"error: {message} ({HELP})", file=sys.stderr)
         sys.exit(2)
 
@@ -93,8 +98,8 @@ def check_settings(settings: list[str]) -> list[str]:
                    if unknown_override([s]) is None  # one of run.py's settings
                    else f"unknown setting '{key}'{_near(top)}")
             raise GooseError(f"{why}; goose-serve takes {', '.join(SERVER_SETTINGS)} and its flags")
-    if (why := unknown_choice(settings)) is not None:
-        raise GooseError(why)
+    if (why := unknown_choice(settings)) is not None:  # goose-serve's way to add a config folder is its flag
+        raise GooseError(why.replace("a folder given by hydra.searchpath", "a folder given by --search-path DIR"))
     if not any(s.partition("=")[0] == "concurrency" for s in settings):
         settings = [f"concurrency={DEFAULT_CONCURRENCY}", *settings]
     return drafter_overrides(settings)

@@ -99,4 +99,7 @@ def summarize(rows: list[dict]) -> dict:
         # the rows that differ from AR, by cause (goose.storage.equality): a near-tie swapped, or anything else
         "numerics": sum(str(r.get("equality")) == "numerics" for r in rows),
         "diverged": sum(not _true(r["lossless"]) and str(r.get("equality")) != "numerics" for r in rows),
+        # drafted nodes over the rows (None where a drafter counts none: AR): a run that drafted nothing says so
+        "drafted": sum(int(float(r["drafted"])) for r in rows) if all(str(r.get("drafted", "")) not in ("", "nan")
+                                                                      for r in rows) and rows else None,
     }

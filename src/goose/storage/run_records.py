@@ -89,6 +89,9 @@ def slower_than_ar(s: dict, prunes: bool) -> str:
     if not s["speedup_prompts"] or not s["speedup"] < 1:
         return ""
     said = f"\n  slower than AR on this machine ({s['speedup']:.3f}x): "
+    if s.get("drafted") == 0:  # not a budget's doing: its settings or these prompts left it nothing to draft
+        return said + ("it drafted nothing on these prompts (its settings, such as a minimum match longer than the "
+                       "answers, or prompts it finds nothing in), so every forward was AR's and its own work the loss")
     if s["budget"] == "auto":
         return said + "even the drafts budget=auto keeps do not pay here; AR is what pays on these prompts"
     if prunes:
