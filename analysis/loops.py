@@ -73,7 +73,9 @@ def _window_counts(windowed: pd.DataFrame) -> pd.DataFrame:
     """The drafted and accepted counts of a row that carries them over its window (`loop_free_<source>_by_depth`,
     rows written since they were recorded) in place of the whole answer's: per source, by depth and in all."""
     columns = [c for c in windowed if c.startswith("loop_free_") and c.endswith("_by_depth")]
-    carried = windowed[columns].notna().any(axis=1) if columns else pd.Series(False, index=windowed.index)
+    # a row of a run from before the counts were recorded has none (blank, read as "" or NaN): it keeps none
+    carried = (windowed[columns].map(lambda v: isinstance(v, str) and v != "").any(axis=1) if columns
+               else pd.Series(False, index=windowed.index))
     if not carried.any():
         return windowed
     total = {"accepted": 0.0, "drafted": 0.0}

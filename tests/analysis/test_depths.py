@@ -36,11 +36,11 @@ def test_each_depth_pools_the_prompts_that_drafted_both_sources_there(monkeypatc
 
 
 def test_a_row_is_read_in_its_window_on_its_window_counts_and_an_older_one_on_none():
-    rows = pd.DataFrame({"spine_accepted": [50.0, 40.0], "spine_drafted": [100.0, 90.0],
-                         "branch_accepted": [5.0, 4.0], "branch_drafted": [80.0, 70.0],
-                         "accepted": [55.0, 44.0], "drafted": [180.0, 160.0],
-                         "loop_free_spine_by_depth": ["1:3/4;2:1/4", np.nan],
-                         "loop_free_branch_by_depth": [np.nan, np.nan]})
+    rows = pd.DataFrame({"spine_accepted": [50.0, 40.0, 1.0], "spine_drafted": [100.0, 90.0, 1.0],
+                         "branch_accepted": [5.0, 4.0, 1.0], "branch_drafted": [80.0, 70.0, 1.0],
+                         "accepted": [55.0, 44.0, 1.0], "drafted": [180.0, 160.0, 1.0],
+                         "loop_free_spine_by_depth": ["1:3/4;2:1/4", np.nan, ""],
+                         "loop_free_branch_by_depth": [np.nan, np.nan, ""]})
     for c in ("spine_accepted", "spine_drafted", "branch_accepted", "branch_drafted", "accepted", "drafted"):
         rows[c] = np.nan  # what loop_free blanks before it fills
     out = loops._window_counts(rows.copy())
@@ -48,4 +48,5 @@ def test_a_row_is_read_in_its_window_on_its_window_counts_and_an_older_one_on_no
         [4.0, 8.0, 0.0, 0.0]
     assert out.loc[0, "accepted"] == 4.0 and out.loc[0, "drafted"] == 8.0
     assert out.loc[0, "spine_by_depth"] == "1:3/4;2:1/4"
-    assert out.loc[1, ["spine_accepted", "drafted"]].isna().all()  # no window counts: none, not the whole answer's
+    for old in (1, 2):  # no window counts (blank, read as NaN or ""): none, never the whole answer's nor zero
+        assert out.loc[old, ["spine_accepted", "drafted"]].isna().all()

@@ -38,6 +38,7 @@ import torch
 from goose.analysis.serving import Slo, figure, printable, read_rows, stops_paying, summarize
 from goose.analysis.writers import save_figure
 from goose.benchmarks.prompts import load_prompts
+from goose.drafting.contract import memory_label
 from goose.engine.backends import device_name
 from goose.errors import GooseError
 from goose.experiments.sweep_plan import duration
@@ -45,7 +46,7 @@ from goose.measurement import serving_load
 from goose.models.loading import identify_model
 from goose.running.decoding import load_engine
 from goose.running.loop import generate
-from goose.running.registry import compose_config, make_drafter
+from goose.running.registry import compose_config, load_method, make_drafter
 from goose.running.runner import checked_spec
 
 REFERENCE = "ar"
@@ -70,9 +71,9 @@ class Profile:
 
 
 METHODS = (("ar", ("method=ar",)), ("pld", ("method=pld", "budget=auto")), ("goose", ("method=goose", "budget=auto")),
-           # the drafters serving engines ship (#70), at their sources' defaults
-           ("sglang-ngram", ("method=sglang-ngram",)), ("vllm-ngram", ("method=vllm-ngram",)),
-           ("llamacpp-ngram-mod", ("method=llamacpp-ngram-mod",)))
+           # the drafters serving engines ship (#70), at their sources' defaults (a number: their own drafts unpruned)
+           ("sglang-ngram", ("method=sglang-ngram", "budget=60")), ("vllm-ngram", ("method=vllm-ngram", "budget=60")),
+           ("llamacpp-ngram-mod", ("method=llamacpp-ngram-mod", "budget=60")))
 PROFILES = {
     # this 2-core CPU: SmolLM2 at 4 rows serves about 40 tokens/s (AR), so 48-token answers saturate near 1 req/s
     "local": Profile("smollm2-135m", "cpu", 4, METHODS, (0.2, 0.5, 1.0, 2.0), 10, 40.0, 48, "humaneval", 10,
@@ -251,11 +252,28 @@ def write_page(p: Profile, profile: str, results: Path, out: Path) -> None:
             f"{p.max_seconds:g} s per rate, {p.max_tokens}-token answers (ignore_eos, temperature 0) to "
             f"{p.prompts}'s first {p.n_prompts} prompts. Rows: `serving.csv` beside this page (sha256 {digest}, a copy "
             f"of `{results / 'rows.csv'}`); definitions: docs/serving.md (\"GuideLLM's numbers and ours\").", "",
-            table[keep].to_markdown(index=False), "", "## Where each method stops paying", "",
+            table[keep].to_markdown(index=False), "", *_kept_across(p), "## Where each method stops paying", "",
             *[f"- {line}" for line in stops_paying(summary, REFERENCE)], "", "## Lossless", "", *lossless_lines, "",
             "![latency against throughput](serving.png)", ""]
     (out / "serving.md").write_text("\n".join(page))
     print("\n".join(page), flush=True)
+
+
+def _kept_across(p: Profile) -> list[str]:
+    """A sentence on the methods that keep what they saw across requests (memory=run): GuideLLM sends the same
+    prompts at every rate, so from the second rate on such a method has seen every answer."""
+    kept = []
+    for label, settings in p.methods:
+        given = dict(s.split("=", 1) for s in settings)
+        method, _ = load_method(given["method"], p.model)
+        if given.get("memory", memory_label(method.config)) == "run":
+            kept.append(label)
+    if not kept:
+        return []
+    return [f"Kept across requests (memory=run, as their engines keep them): {', '.join(kept)}. GuideLLM sends the "
+            f"same {p.n_prompts} prompts at every rate, so from the second rate on these have seen every answer and "
+            "can draft it whole; a stream of new prompts would not give them that. Methods that draft from the "
+            "request alone are not helped.", ""]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
