@@ -74,6 +74,11 @@ def test_the_page_says_what_it_read_what_it_ran_on_and_what_is_missing(tmp_path)
     assert "- GOOSE B=60: interval above 0 / below 0, per production drafter: vllm-ngram ahead in 1, behind in 0 of 1" \
         in text
     assert text == write(load_rows(root), tmp_path / "again")[0].read_text()  # the same bytes from the same rows
+    assert "Every timed row's speedup is at most its tau (8 rows)" in text
+    rows = load_rows(root)
+    rows.loc[rows.method.eq("vllm-ngram"), "speedup"] = 9.0  # above its tau of 2: AR's timing slowed by a busy machine
+    flagged = write(rows, tmp_path / "busy")[0].read_text()
+    assert "**Not trustworthy yet:** 4 of 8 timed rows have a speedup above their tau (vllm-ngram)" in flagged
 
 
 @pytest.mark.integration
