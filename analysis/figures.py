@@ -40,10 +40,19 @@ def plot_figure1(df: pd.DataFrame):
     ax.axhline(FIGURE1_MEDIANS[1], color="#ff7f0e", ls="--", lw=1,
                label=f"paper median, branch ({FIGURE1_MEDIANS[1]})")
     for i, (s, b) in enumerate(zip(t.spine_rate, t.branch_rate)):
-        if b > 0:
+        if pd.isna(s) or pd.isna(b):  # a source that drafted nothing has no bar: say so where it would stand
+            for offset, rate, name in ((-w / 2, s, spine), (w / 2, b, branch)):
+                if pd.isna(rate):
+                    ax.annotate(f"no {name}\ndrafted", (i + offset, 0), ha="center", va="bottom", fontsize=7,
+                                xytext=(0, 3), textcoords="offset points")
+        elif b > 0:
             ax.annotate(f"{s / b:.1f}x", (i, max(s, b)), ha="center", va="bottom", fontsize=8,
                         xytext=(0, 3), textcoords="offset points")
+        else:
+            ax.annotate("no branch\naccepted", (i, s), ha="center", va="bottom", fontsize=7, xytext=(0, 3),
+                        textcoords="offset points")
     ax.set_xticks(list(x), _cells(t), fontsize=8)
+    ax.set_xlim(-0.75, len(t) - 0.25)  # one cell too: its bars in the middle, not across the axis
     ax.set_ylabel("acceptance rate (accepted / drafted nodes)")
     ax.set_title("Figure 1: per-source acceptance of GOOSE's drafts\n(label above bars: spine / branch ratio)")
     ax.set_ylim(0, max(0.3, float(t.spine_rate.max()) * 1.25))

@@ -330,3 +330,18 @@ def test_a_missing_or_empty_results_folder_is_one_line_saying_which(tmp_path):
         load_rows(tmp_path / "nope")
     with pytest.raises(SystemExit, match="no results.csv under .*: run a sweep into it first"):
         load_rows(tmp_path)
+
+
+def test_figure1_says_where_a_source_drafted_nothing(results):
+    """A cell whose spine drafted nothing had no bar and no word (a fresh-clone trial read it as a missing bar)."""
+    import matplotlib.pyplot as plt
+
+    from goose.analysis.figures import plot_figure1
+
+    df = load_rows(results)
+    df = df[(df.budget == "60") & (df.method == "goose")].copy()
+    first = df.benchmark == df.benchmark.iloc[0]
+    df.loc[first, ["spine_accepted", "spine_drafted"]] = 0
+    texts = [t.get_text() for t in plot_figure1(df).axes[0].texts]
+    assert "no spine\ndrafted" in texts and any(t.endswith("x") for t in texts)
+    plt.close("all")
