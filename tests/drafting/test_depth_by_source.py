@@ -7,21 +7,13 @@ import pytest
 import torch
 from conftest import drafter_for
 
+from goose.analysis.loops import parse  # the rows' format, as the analysis reads it
 from goose.engine.batched import BatchEngine
 from goose.engine.single import Engine
 from goose.running.batch_loop import Request, decode_batch
 from goose.running.loop import generate
 
 TREES = ["goose", "pld", "tr", "iso3", "spine-only", "goose-no-bypass", "lookahead"]
-
-
-def parse(text: str) -> dict[str, tuple[int, int]]:
-    out = {}
-    for part in filter(None, text.split(";")):
-        depth, counts = part.split(":")
-        accepted, drafted = counts.split("/")
-        out[depth] = (int(accepted), int(drafted))
-    return out
 
 
 def _prompts():
