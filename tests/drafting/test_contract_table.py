@@ -5,9 +5,7 @@ of how it drafts."""
 import re
 from pathlib import Path
 
-from goose.baselines.ar import ARDrafter
-from goose.drafting.contract import Capabilities, Drafter
-from goose.engine.draft import Draft
+from goose.drafting.contract import Drafter
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = {"declared", "core", "core (must)", "concurrency", "`memory=run`", "`budget=auto`", "`trace=true`",
@@ -58,26 +56,6 @@ def test_docs_adding_names_every_member_a_method_may_implement():
     text = (ROOT / "docs" / "adding.md").read_text()
     unnamed = sorted(n for n in members(Drafter) if f"`{n}`" not in text and f"`{n}(" not in text)
     assert not unnamed, f"docs/adding.md does not say whether a method implements {unnamed}"
-
-
-class OneNode(Drafter):
-    """Proposes what AR proposes, but does not declare that it is AR."""
-
-    name = "one-node"
-
-    def propose(self, context):
-        return Draft([context[-1]], [-1])
-
-
-class MyAR(ARDrafter):
-    name = "my-ar"
-
-
-def test_ar_is_declared_not_recognised_by_its_propose():
-    assert ARDrafter().capabilities.autoregressive and MyAR().capabilities.autoregressive  # a subclass stays AR
-    assert not OneNode().capabilities.autoregressive  # one-node drafts alone do not make a drafter AR
-    assert not Drafter().capabilities.autoregressive and not Capabilities().autoregressive
-    assert OneNode().propose([5, 6]).tokens == ARDrafter().propose([5, 6]).tokens == [6]
 
 
 def test_every_registered_method_but_ar_is_timed_against_ar(store):

@@ -253,3 +253,19 @@ def test_the_tests_mirror_the_rooms():
     assert len(files) > 40 and not [f for f in files if f.parent == tests], "a test file at tests/'s top"
     assert {f.parent.name for f in files} <= rooms, {f.parent.name for f in files} - rooms
     assert not [f.name for f in files if re.search(r"issue|trust|pass\d|#\d|_\d+\.py$", f.name)]
+
+
+def test_every_peer_method_has_a_test_file_of_its_own():
+    """A method conf/method/ names from goose.baselines is tested in tests/baselines/test_<its module>.py."""
+    from omegaconf import OmegaConf
+
+    from goose.paths import CONF
+
+    peers = set()
+    for conf in (CONF / "method").glob("*.yaml"):
+        target = OmegaConf.select(OmegaConf.load(conf), "drafter._target_", default="") or ""
+        if target.startswith("goose.baselines."):
+            peers.add(target.split(".")[2])
+    assert {"ar", "pld", "token_recycling", "balanced_tree", "sglang_ngram"} <= peers
+    missing = sorted(p for p in peers if not (ROOT / "tests" / "baselines" / f"test_{p}.py").exists())
+    assert not missing, f"peer modules without tests/baselines/test_<module>.py: {missing}"
