@@ -141,7 +141,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
     lines = ["# GOOSE against the drafters serving engines ship, on one engine", "",
              f"{ran_on(rows)}. Rows read: {len(rows)}, lossless {int(rows.lossless.astype(bool).sum())}/{len(rows)}. "
              "Regenerate: `make reproduce-production-peers` (it resumes; the rows of the claims sweep's "
-             "claims-local-loopfree-production are read beside it).", "",
+             "claims-local-loopfree-production and claims-local-production are read beside it).", "",
              "Every drafter drafts and is verified by the same engine (docs/baselines.md says what each is and what "
              "differs from its engine's own integration), so tau compares drafts alone. GOOSE's gain over a peer is "
              f"tau (or speedup) over the prompts both ran, with its paired {CONFIDENCE:.0%} BCa bootstrap interval "
