@@ -171,3 +171,36 @@ def many_prompts():
 # GOOSE's ablations as Config overrides: every one lossless (test_goose_parts, the slow tier)
 ABLATIONS = [dict(), dict(rho=0.0), dict(bigram=False), dict(use_confidence=False), dict(prefill_harvest=False),
              dict(context_spine=False), dict(spine_continuation=False)]
+
+
+def lossless_everywhere(tiny, prompts, make, one_drafter: bool = False, new_tokens: int = 40) -> int:
+    """A method's drafters (`make()` builds one) return AR's tokens: alone (Hugging Face's greedy), in batches of 1
+    and 4 (continuous refill, drafters spawned from one template) and sampled (the AR sampler, two seeds).
+    `one_drafter`: one drafter answers the prompts alone in turn (what it keeps carries over, memory=run). Returns
+    the tokens its drafts landed alone, so a test can check they are walked, not only verified."""
+    from goose.drafting.contract import Drafter
+    from goose.engine.batched import BatchEngine
+    from goose.engine.sampling import Sampling
+    from goose.engine.single import Engine
+    from goose.running.batch_loop import Request, decode_batch
+    from goose.running.loop import generate
+
+    engine = Engine(tiny)
+    shared = make() if one_drafter else None
+    landed = 0
+    for p in prompts:
+        g = generate(engine, p, shared or make(), new_tokens)
+        assert g.tokens == hf_greedy(tiny, p, new_tokens)
+        landed += len(g.tokens) - g.steps
+    batch = many_prompts()
+    want = [generate(engine, p, Drafter(), 24).tokens for p in batch]
+    for rows in (1, 4):
+        template = make()
+        got, _ = decode_batch(BatchEngine(tiny, rows=rows), [Request(p, template.spawn(), 24) for p in batch])
+        assert [g.tokens for g in got] == want, rows
+    for seed in (0, 1):
+        s = Sampling(0.7, 0, 0.95, seed)
+        for p in prompts:
+            assert generate(engine, p, make(), 32, sampling=s).tokens == \
+                generate(engine, p, Drafter(), 32, sampling=s).tokens, seed
+    return landed

@@ -6,17 +6,11 @@ and under sampling."""
 import random
 
 import pytest
-from conftest import drafter_for, hf_greedy, many_prompts
+from conftest import drafter_for, lossless_everywhere
 
 from goose.baselines.llamacpp_ngram import NgramModConfig, NgramModDrafter, NgramModPool, NgramSimpleDrafter
 from goose.baselines.vllm_ngram import VllmNgramDrafter
-from goose.drafting.contract import Drafter
-from goose.engine.batched import BatchEngine
 from goose.engine.draft import Verification
-from goose.engine.sampling import Sampling
-from goose.engine.single import Engine
-from goose.running.batch_loop import Request, decode_batch
-from goose.running.loop import generate
 
 
 def started(drafter, context):
@@ -222,22 +216,6 @@ SETTINGS = {  # the defaults, and settings under which the tiny model's short te
 @pytest.mark.parametrize("which", list(SETTINGS))
 def test_lossless_alone_in_batches_of_1_and_4_and_sampled(which, tiny, prompts):
     cls, config = SETTINGS[which]
-    engine = Engine(tiny)
-    d = cls(**config)  # one drafter for the prompts in turn: ngram-mod's table carries over (memory=run)
-    accepted = 0
-    for p in prompts:
-        g = generate(engine, p, d, 40)
-        assert g.tokens == hf_greedy(tiny, p, 40)
-        accepted += g.stats["ngram_accepted"]
-    assert accepted >= 5 or not which.endswith("small")  # drafts are walked, not only verified
-    batch = many_prompts()
-    want = [generate(engine, p, Drafter(), 24).tokens for p in batch]
-    for rows in (1, 4):
-        template = cls(**config)
-        got, _ = decode_batch(BatchEngine(tiny, rows=rows), [Request(p, template.spawn(), 24) for p in batch])
-        assert [g.tokens for g in got] == want, rows
-    for seed in (0, 1):
-        s = Sampling(0.7, 0, 0.95, seed)
-        for p in prompts:
-            assert (generate(engine, p, cls(**config), 32, sampling=s).tokens
-                    == generate(engine, p, Drafter(), 32, sampling=s).tokens)
+    # one drafter for the prompts in turn: ngram-mod's table carries over (memory=run)
+    landed = lossless_everywhere(tiny, prompts, lambda: cls(**config), one_drafter=True)
+    assert landed >= 5 or not which.endswith("small")  # drafts are walked, not only verified

@@ -5,17 +5,11 @@ sampling."""
 
 import pytest
 import torch
-from conftest import hf_greedy, many_prompts
+from conftest import lossless_everywhere
 
 from goose.baselines.token_recycling import TR_WIDTHS, TokenRecyclingDrafter, TRConfig, tree_template
-from goose.drafting.contract import Drafter
-from goose.engine.batched import BatchEngine
 from goose.engine.draft import Verification
-from goose.engine.sampling import Sampling
-from goose.engine.single import Engine
 from goose.errors import GooseError
-from goose.running.batch_loop import Request, decode_batch
-from goose.running.loop import generate
 
 
 @pytest.mark.parametrize("widths", [TR_WIDTHS, (1,), (3, 5), (8, 8, 8, 8), (2, 7, 1, 4)])
@@ -90,21 +84,5 @@ def test_a_verification_overwrites_the_rows_of_every_node_it_saw():
 @pytest.mark.integration
 @pytest.mark.parametrize("memory", ["run", "prompt"])
 def test_lossless_alone_in_batches_of_1_and_4_and_sampled(memory, tiny, prompts):
-    engine = Engine(tiny)
-    accepted = 0
-    template = TokenRecyclingDrafter(memory=memory)
-    for p in prompts:
-        g = generate(engine, p, template if memory == "run" else TokenRecyclingDrafter(memory=memory), 48)
-        assert g.tokens == hf_greedy(tiny, p, 48)
-        accepted += len(g.tokens) - g.steps
-    assert accepted > 0, "the tiny model's repetitive outputs should let TR land something"
-    batch = many_prompts()
-    want = [generate(engine, p, Drafter(), 24).tokens for p in batch]
-    for rows in (1, 4):
-        template = TokenRecyclingDrafter(memory=memory)
-        got, _ = decode_batch(BatchEngine(tiny, rows=rows), [Request(p, template.spawn(), 24) for p in batch])
-        assert [g.tokens for g in got] == want, rows
-    s = Sampling(0.7, 0, 0.95, 1)
-    for p in prompts:
-        assert (generate(engine, p, TokenRecyclingDrafter(memory=memory), 32, sampling=s).tokens
-                == generate(engine, p, Drafter(), 32, sampling=s).tokens)
+    landed = lossless_everywhere(tiny, prompts, lambda: TokenRecyclingDrafter(memory=memory), one_drafter=True)
+    assert landed > 0, "the tiny model's repetitive outputs should let TR land something"
