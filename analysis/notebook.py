@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -75,6 +76,7 @@ def load(results: Path) -> pd.DataFrame:
     except SystemExit as e:
         raise NotebookError(str(e.code)) from None
     _say(notes.getvalue(), "load", all_notes=False)
+    df.attrs["results"] = str(results)  # what a refusal's `make reproduce-...` hint runs into (RESULTS=)
     budgets = ", ".join(sorted(set(df.budget), key=lambda b: (not b.isdigit(), b.zfill(6))))
     print(f"{len(df)} rows: {df.model.nunique()} model(s), {df.benchmark.nunique()} benchmark label(s), "
           f"methods {', '.join(sorted(df.method.unique()))}; budgets {budgets}")
@@ -91,7 +93,10 @@ def draw(name: str, df: pd.DataFrame, out: Path, all_notes: bool = False, **choi
             paths = make(name, df, out, taken=taken, **choice)
     except SystemExit as e:
         _say(notes.getvalue(), name, all_notes)
-        print(f"{name}: not written: {short_reason(str(e.code))} ({str(e.code).split('; ')[-1]})")
+        hint = str(e.code).split("; ")[-1]
+        if "make reproduce-" in hint and df.attrs.get("results"):  # the target's rows into the folder read here
+            hint = re.sub(r"`make (reproduce-[\w-]+)`", rf"`make \1 RESULTS={df.attrs['results']}`", hint)
+        print(f"{name}: not written: {short_reason(str(e.code))} ({hint})")
         return []
     _say(notes.getvalue(), name, all_notes)
     what = f" ({', '.join(taken)})" if taken else ""

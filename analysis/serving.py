@@ -127,9 +127,12 @@ def stops_paying(summary: pd.DataFrame, reference: str) -> list[str]:
     TPOT p50 and goodput, the first rate where either is no better than the reference's."""
     lines = []
     for method, g in summary.groupby("method", sort=False):
-        kept = g[g.request_throughput >= KEEPS_UP * g.rate]
+        offered = g[g.rate.notna()]  # a synchronous or throughput profile offers no rate to keep up with
+        kept = offered[offered.request_throughput >= KEEPS_UP * offered.rate]
         line = (f"{method}: keeps up with {kept.rate.max():g} req/s at most" if len(kept)
-                else f"{method}: keeps up with none of the rates")
+                else f"{method}: keeps up with none of the rates" if len(offered)
+                else f"{method}: no offered rate in these rows (a synchronous or throughput profile), so no rate "
+                     "it keeps up with")
         if method != reference:
             ref = summary[summary.method == reference].set_index("rate")
             worse = [r.rate for r in g.itertuples() if r.rate in ref.index and
@@ -174,8 +177,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--reference", default=None, help="a label to say, per method, where it stops paying against")
     ap.add_argument("--figure", type=Path, default=None, metavar="DIR",
                     help="also draw the latency-throughput figure into DIR/serving.png and .pdf")
-    ap.add_argument("--slo-ttft-ms", type=float, default=SLO_TTFT_MS, help="goodput's TTFT bound")
-    ap.add_argument("--slo-tpot-ms", type=float, default=SLO_TPOT_MS, help="goodput's TPOT bound")
+    ap.add_argument("--slo-ttft-ms", type=float, default=SLO_TTFT_MS,
+                    help="goodput's TTFT bound (default %(default)g ms)")
+    ap.add_argument("--slo-tpot-ms", type=float, default=SLO_TPOT_MS,
+                    help="goodput's TPOT bound (default %(default)g ms)")
     args = ap.parse_args(argv)
     if args.slo_ttft_ms <= 0 or args.slo_tpot_ms <= 0:
         ap.error("--slo-ttft-ms and --slo-tpot-ms must be positive")

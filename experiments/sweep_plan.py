@@ -1,4 +1,4 @@
-"""What a `make reproduce-*` target runs, said before it starts: its sweeps (experiments/), runs, prompts and
+r"""What a `make reproduce-*` target runs, said before it starts: its sweeps (experiments/), runs, prompts and
 new tokens, where its rows and artifacts go, and about how long it takes.
 
     python -m goose.experiments.sweep_plan --target table1 --profile local --results results/local \
@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+import sys
 
 from goose.benchmarks.prompts import benchmark_config, load_prompts
+from goose.core.sections import close_match
 from goose.errors import GooseError
 from goose.experiments.claims_plan import DEFAULT_TAU, PARAMS_B, experiment, grid
 from goose.paths import EXPERIMENTS
@@ -64,7 +66,8 @@ def sweep_jobs(sweep: str) -> tuple[str, list[dict]]:
     name, *overrides = sweep.split()
     path = EXPERIMENTS / f"{name}.yaml"
     if not path.is_file():
-        raise GooseError(f"no sweep {name} (experiments/{name}.yaml)")
+        near = close_match(name, [p.stem for p in EXPERIMENTS.glob("*.yaml")])
+        raise GooseError(f"no sweep {name} (experiments/{name}.yaml){near}")
     cfg = OmegaConf.to_container(experiment(name), resolve=False)  # max_new_tokens may name the benchmark's
     fixed = {"n_prompts": cfg.get("n_prompts"), "max_new_tokens": cfg.get("max_new_tokens", 128),
              "turns": (cfg.get("benchmark") or {}).get("turns"),
@@ -180,8 +183,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     try:
         lines = plan(args.target, args.profile, args.results, args.out, args.artifacts, args.sweep)
-    except GooseError as e:
-        raise SystemExit(f"error: {e}") from None
+    except GooseError as e:  # one line, exit 2: a command line this plan cannot take, as argparse's own errors
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     print("\n".join(lines), flush=True)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,6 +260,17 @@ def _own_settings(fn: str, drafter: Drafter, budget, memory) -> None:
                          f"with it ({cls}({fields[0]}={given!r}, ...)){by_name}.")
 
 
+@contextmanager
+def _refusals_of(fn: str):
+    """A refusal from the rules the three entry points share (goose.core, goose.running) said as this function's."""
+    try:
+        yield
+    except GooseError as e:
+        if type(e) is not GooseError or str(e).startswith("goose."):
+            raise
+        raise GooseError(f"{fn}: {e}") from None
+
+
 def make_method(model: Model, method: str | Drafter, budget: int | str | None = None,
                 memory: str | None = None) -> Drafter:
     """A drafter ready for this model: a method name (conf/method/NAME.yaml) with `budget` (None: the config's
@@ -266,6 +278,12 @@ def make_method(model: Model, method: str | Drafter, budget: int | str | None = 
     which drafts with its own Config: a budget or memory given beside it must be its own (else refused in one
     line), and budget="auto" arms pruning on it."""
     fn = "goose.make_method"
+    with _refusals_of(fn):
+        return _make_method(fn, model, method, budget, memory)
+
+
+def _make_method(fn: str, model: Model, method: str | Drafter, budget: int | str | None,
+                 memory: str | None) -> Drafter:
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)
     if budget is not None:
@@ -300,6 +318,13 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     stop_at_loop=True, once the answer's last 32 tokens repeat an earlier run of it (run.py's stop_at_loop).
     temperature > 0 samples exactly: the tokens AR sampling gives with the same seed."""
     fn = "goose.generate"
+    with _refusals_of(fn):
+        return _generate(fn, model, prompt, method, budget, max_new_tokens, temperature, top_k, top_p, seed, memory,
+                         stop_at_eos, chat_template, stop_at_loop)
+
+
+def _generate(fn: str, model, prompt, method, budget, max_new_tokens, temperature, top_k, top_p, seed, memory,
+              stop_at_eos, chat_template, stop_at_loop) -> Output:
     model = _model(fn, model)
     method, budget, memory = _method_args(fn, method, budget, memory)
     max_new_tokens = _whole(fn, "max_new_tokens", max_new_tokens, 1)
@@ -316,7 +341,7 @@ def generate(model: Model, prompt, method: str | Drafter = "goose", budget: int 
     if isinstance(method, Drafter):
         _own_settings(fn, method, budget, memory)
     sampling = Sampling(temperature, top_k, top_p, seed)
-    drafter = make_method(model, method, budget, memory)
+    drafter = _make_method(fn, model, method, budget, memory)
     ids = _prompt_ids(model, prompt, chat_template)
     check_length(f"{fn}: the prompt", len(ids), model.engine.max_positions, max_new_tokens)
     gen = decode(model.engine, ids, drafter, max_new_tokens, model.stop_ids if stop_at_eos else frozenset(),

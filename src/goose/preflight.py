@@ -24,7 +24,7 @@ from goose.models.loading import TOKENIZER_FILES, _is_gguf, identify_model
 from goose.paths import CONF, config_names, register_experiments
 from goose.running.inputs import check_chat_template
 from goose.running.runner import checked_spec
-from goose.running.spec import DeviceError, RunSpec, unknown_override
+from goose.running.spec import DeviceError, RunSpec, setting_as_flag, unknown_override
 from goose.storage.durable import writable_dir
 
 INFO_FLAGS = ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i")  # Hydra prints, runs nothing
@@ -352,7 +352,7 @@ def refused(argv: list[str]) -> str | None:
     in a job (`sweep_refused`)."""
     if (misplaced := multirun_flag_refused(argv)) is not None:
         return misplaced
-    if (unknown := unknown_override(argv)) is not None:
+    if (unknown := unknown_override(argv) or setting_as_flag(argv)) is not None:
         return unknown
     if (unknown := unknown_choice(argv)) is not None:
         return unknown

@@ -73,6 +73,9 @@ def test_where_a_method_stops_paying_against_the_reference():
     assert ref == "ref: keeps up with 1 req/s at most"
     assert fast == "fast: keeps up with 2 req/s at most; stops paying against ref at 2 req/s (TPOT p50 no lower or " \
                    "goodput lower); pays at 1"
+    sync = pd.DataFrame([rows("pld-auto", float("nan"), 0.8, 0.10, 0.8)])  # a synchronous profile: no rate offered
+    assert stops_paying(sync, "pld-auto") == ["pld-auto: no offered rate in these rows (a synchronous or throughput "
+                                              "profile), so no rate it keeps up with"]
 
 
 def test_report_helper_is_the_shape_the_reader_reads():

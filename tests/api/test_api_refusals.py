@@ -114,3 +114,21 @@ def test_api_gives_the_real_prompt_limit(model):
         msg = str(e.value)
         assert "shorten the prompt to 1020 tokens or fewer" in msg.lower() and "fewer than 1024" not in msg, msg
     assert len(goose.generate(model, [1] * 1020, method="ar", max_new_tokens=4, stop_at_eos=False).tokens) == 4
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(method="gooose"), "goose.generate: unknown method 'gooose' (did you mean goose?); choose from ar,"),
+    (dict(top_p=2), "goose.generate: top_p must be a number in (0, 1]"),
+    (dict(budget=-5), "goose.generate: budget must be a whole number of nodes >= 1 or auto (got -5)"),
+    (dict(prompt=[99999]), "goose.generate: prompt: token ids [99999] are outside this model's vocabulary"),
+])
+def test_every_refusal_names_the_function_typed_and_a_near_method(model, kwargs, says):
+    """The fresh-clone trial of 2026-12-06: a range refused by the shared rules came without 'goose.generate:', and
+    an unknown method without the close match run.py and goose-serve give."""
+    import goose
+
+    with pytest.raises(GooseError) as e:
+        goose.generate(model, kwargs.pop("prompt", TEXT), max_new_tokens=4, **kwargs)
+    assert str(e.value).startswith(says), str(e.value)
+    with pytest.raises(GooseError, match=r"^goose\.make_method: budget must be a whole number"):
+        goose.make_method(model, "pld", budget=0)

@@ -264,3 +264,14 @@ def test_a_users_config_refusing_a_value_is_one_line_from_run_py(picky, tmp_path
     r = run_py(f"hydra.searchpath=[file://{picky}]", "method=picky", "method.drafter.length=0",
                f"results_dir={tmp_path / 'res'}")
     one_line(r, "method 'picky': PickyConfig refused length=0: must be at least 1 (ValueError)")
+
+
+# --- a setting written as a flag (the fresh-clone trial of 2026-12-06: Hydra printed its usage) ----------------
+@pytest.mark.parametrize("argv, says", [
+    (["--method", "goose"], "--method is a setting, not a flag: write method=goose (python run.py --help"),
+    (["--n-prompts=3"], "write n_prompts=3"),
+    (["method=pld", "--budget"], "write budget=VALUE"),
+    (["-m", "--model", "smollm2-135m", "method=ar,pld"], "write model=smollm2-135m"),
+])
+def test_a_setting_written_as_a_flag_says_the_form_that_works(argv, says):
+    one_line(run_here(*argv), says)

@@ -272,3 +272,15 @@ def test_a_plan_takes_the_overrides_its_help_documents(capsys):
     assert "the sweep table2-local n_prompts=2 (21 runs, 42 prompts," in capsys.readouterr().out
     with pytest.raises(GooseError, match=r"'n_prompts' is no KEY=VALUE override .*n_prompts=2"):
         sweep_jobs("table2-local n_prompts")
+
+
+def test_a_plan_of_an_unknown_sweep_is_one_line_with_the_close_name_and_exit_2(capsys):
+    """The fresh-clone trial of 2026-12-06: `--sweep table2-lokal` exited 1 with no suggestion."""
+    from goose.experiments.sweep_plan import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--target", "table2", "--profile", "local", "--results", "r", "--out", "o", "--artifacts", "table2",
+              "--sweep", "table2-lokal"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == ("error: no sweep table2-lokal (experiments/table2-lokal.yaml) (did you "
+                                               "mean table2-local?)")

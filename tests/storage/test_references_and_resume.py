@@ -400,3 +400,23 @@ def test_a_run_slower_than_ar_says_so_and_what_pays(budget, prunes, says, tmp_pa
     for other in ({"speedup": 1.2}, {"speedup_prompts": 0}):
         print_summary({**s, **other}, tmp_path / "results.csv", prunes=prunes)
         assert "slower than AR" not in capsys.readouterr().out.replace(str(tmp_path), "")
+
+
+def test_ar_says_it_is_the_baseline_and_a_speedup_above_tau_says_the_clock_was_noisy(tmp_path, capsys):
+    """The fresh-clone trial of 2026-12-06: `python run.py n_prompts=2` ran AR (the default method) and printed
+    `speedup vs AR 1.000x` alone; a repeat-the-last-token drafter timed at 1.336x with tau 1.255 was ranked above
+    GOOSE with no word that no lossless method beats its tau on one engine."""
+    from goose.storage.run_records import print_summary
+
+    s = {"method": "mine", "benchmark": "humaneval", "model": "m", "budget": "fixed", "memory": "none",
+         "prompts": 2, "new_tokens": 64, "tau": 1.255, "mean_tau": 1.255, "tokens_per_s": 2.0, "speedup": 1.336,
+         "speedup_prompts": 2, "speedup_sources": "interleaved", "speedup_stale": 0, "lossless": 2, "numerics": 0,
+         "diverged": 0, "concurrency": 1, "speedup_reference": "interleaved"}
+    print_summary(s, tmp_path / "results.csv")
+    out = capsys.readouterr().out
+    assert "faster than its tau allows (1.336x > tau 1.255): the clock was noisy" in out
+    print_summary({**s, "speedup": 1.2}, tmp_path / "results.csv")
+    assert "tau allows" not in capsys.readouterr().out
+    print_summary({**s, "method": "ar", "tau": 1.0, "speedup": 1.0, "speedup_sources": "self"}, tmp_path / "r.csv")
+    assert "AR is the default method and every method's baseline: name one to compare, e.g. method=goose" in \
+        capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Load on an OpenAI-compatible server from GuideLLM, the vLLM project's load generator, read into the harness's rows.
+r"""Load on an OpenAI-compatible server from GuideLLM, the vLLM project's load generator, read into the harness's rows.
 
     python -m goose.measurement.serving_load --target http://127.0.0.1:8000/v1 --label goose-auto \
         --tokenizer smollm2-135m --prompts humaneval --profile poisson --rate 0.5 1 2 --max-requests 12 \

@@ -11,7 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from goose.core.sections import MethodSpec, check_keys, fields_named, refusal_reason
+from goose.core.sections import MethodSpec, check_keys, close_match, fields_named, refusal_reason
 from goose.drafting.budget import AutoBudget, Budget
 from goose.drafting.contract import (
     BUDGET,
@@ -205,7 +205,8 @@ def load_method(spec: str, model: str = "smollm2-135m", search_path: list[str] |
     run.py resolves it, and its budget."""
     name, b, memory = parse_spec(spec)
     if name not in method_names(search_path):
-        raise GooseError(f"unknown method '{name}'; choose from {', '.join(method_names(search_path))}")
+        known = method_names(search_path)
+        raise GooseError(f"unknown method '{name}'{close_match(name, known)}; choose from {', '.join(known)}")
     if memory:
         check_memory(memory, f"method spec {spec!r}")
     overrides = [f"method={name}", f"model={model}", *extra] + ([f"budget={b}"] if b else [])

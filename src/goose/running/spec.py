@@ -343,6 +343,23 @@ def unknown_override(argv: list[str], command: str = "python run.py") -> str | N
     return None
 
 
+def setting_as_flag(argv: list[str], command: str = "python run.py") -> str | None:
+    """The first `--key` or `--key=value` whose key (dashes read as underscores) is a setting or a config group:
+    Hydra would print its usage and "unrecognized arguments"; said in one line with the form that works."""
+    names = {s.key.split(".")[0] for s in SETTINGS} | set(GROUPS) - {"hydra"}
+    for i, arg in enumerate(argv):
+        if not arg.startswith("--"):
+            continue
+        key, _, value = arg[2:].partition("=")
+        if not value and i + 1 < len(argv) and not argv[i + 1].startswith("-") and "=" not in argv[i + 1]:
+            value = argv[i + 1]  # --method goose
+        if key.replace("-", "_") in names:
+            key = key.replace("-", "_")
+            return (f"{arg.split('=')[0]} is a setting, not a flag: write {key}={value or 'VALUE'} "
+                    f"({command} --help lists them)")
+    return None
+
+
 def declared_keys() -> list[str]:
     """Every top-level key of conf/config.yaml must be one of these (and the other way round)."""
     return [s.key for s in SETTINGS]

@@ -100,6 +100,18 @@ def slower_than_ar(s: dict, prunes: bool) -> str:
     return said + "its drafts cost more than they gain here, and it cannot prune them (no budget=auto)"
 
 
+def speed_note(s: dict, prunes: bool) -> str:
+    """One line on what the speedup means where it needs one: AR's own run (the baseline, not a comparison), a
+    speedup above tau (no lossless method can beat its tau on one engine: the clock was noisy), or a run slower
+    than AR (`slower_than_ar`)."""
+    if s["speedup_sources"] == "self":
+        return "\n  AR is the default method and every method's baseline: name one to compare, e.g. method=goose"
+    if s["speedup_prompts"] and s["speedup"] > s["tau"]:
+        return (f"\n  faster than its tau allows ({s['speedup']:.3f}x > tau {s['tau']:.3f}): the clock was noisy "
+                "(a busy machine?), so rank methods by tau here or time them again on an idle machine")
+    return slower_than_ar(s, prunes)
+
+
 def print_summary(s: dict, path: Path, prunes: bool = False) -> None:
     if s["speedup_prompts"]:
         how = speedup_basis(s, summary_concurrency(s, path))
@@ -115,7 +127,7 @@ def print_summary(s: dict, path: Path, prunes: bool = False) -> None:
         f"{s['prompts']} prompt{'' if s['prompts'] == 1 else 's'}, "
         f"{s['new_tokens']} tokens\n"
         f"  tau {s['tau']:.3f} (tokens / forwards incl. prefill; mean over prompts {s['mean_tau']:.3f})\n"
-        f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}{slower_than_ar(s, prunes)}\n"
+        f"  {s['tokens_per_s']:.2f} tokens/s, {speed}{stale}{speed_note(s, prunes)}\n"
         f"  lossless {s['lossless']}/{s['prompts']}{kinds}\n"
         f"  rows: {path}",
         flush=True,
