@@ -8,7 +8,7 @@ has no schedule) to the last successful request's end. A request meets the SLO w
 within the TTFT bound and its TPOT within the TPOT bound (a one-token answer has no TPOT and is judged on TTFT);
 goodput is the requests meeting it per second of the window (DistServe's and vLLM's definition), `good` their share
 of every request sent. Intervals (95%, scipy's percentile bootstrap over requests) are given for TPOT p50 and the
-good share where a group has MIN_REQUESTS requests or more: a tail percentile of tens of requests has none worth
+good share where a group has 10 requests or more (MIN_REQUESTS): a tail percentile of tens of requests has none worth
 printing. Knows no method by name: methods are the rows' labels.
 
 The table of every server whose rows sit in one file (`goose.measurement.serving_load --append` adds each):
@@ -174,7 +174,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m goose.analysis.serving", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rows", type=Path, help="a serving rows CSV (goose.measurement.serving_load's OUT/rows.csv)")
-    ap.add_argument("--reference", default=None, help="a label to say, per method, where it stops paying against")
+    ap.add_argument("--reference", default=None,
+                    help="a label the others are compared with: where each stops paying against it")
     ap.add_argument("--figure", type=Path, default=None, metavar="DIR",
                     help="also draw the latency-throughput figure into DIR/serving.png and .pdf")
     ap.add_argument("--slo-ttft-ms", type=float, default=SLO_TTFT_MS,

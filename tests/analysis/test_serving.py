@@ -102,3 +102,9 @@ def test_the_table_of_several_servers_is_one_command(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["--help"])
     assert e.value.code == 0 and "usage: python -m goose.analysis.serving" in capsys.readouterr().out
+
+
+def test_the_help_states_the_request_count_its_intervals_need():
+    import goose.analysis.serving as serving
+
+    assert f"{serving.MIN_REQUESTS} requests or more (MIN_REQUESTS)" in serving.__doc__
