@@ -343,10 +343,11 @@ def unknown_override(argv: list[str], command: str = "python run.py") -> str | N
     return None
 
 
-def setting_as_flag(argv: list[str], command: str = "python run.py") -> str | None:
-    """The first `--key` or `--key=value` whose key (dashes read as underscores) is a setting or a config group:
-    Hydra would print its usage and "unrecognized arguments"; said in one line with the form that works."""
-    names = {s.key.split(".")[0] for s in SETTINGS} | set(GROUPS) - {"hydra"}
+def setting_as_flag(argv: list[str], command: str = "python run.py", names=None, what: str = "a setting") -> str | None:
+    """The first `--key` or `--key=value` whose key (dashes read as underscores) is one of `names` (default: run.py's
+    settings and config groups): Hydra or argparse would print "unrecognized arguments"; said in one line with the
+    form that works, pointing at `command`'s --help (none where the caller adds its own)."""
+    names = set(names) if names is not None else {s.key.split(".")[0] for s in SETTINGS} | set(GROUPS) - {"hydra"}
     for i, arg in enumerate(argv):
         if not arg.startswith("--"):
             continue
@@ -355,8 +356,8 @@ def setting_as_flag(argv: list[str], command: str = "python run.py") -> str | No
             value = argv[i + 1]  # --method goose
         if key.replace("-", "_") in names:
             key = key.replace("-", "_")
-            return (f"{arg.split('=')[0]} is a setting, not a flag: write {key}={value or 'VALUE'} "
-                    f"({command} --help lists them)")
+            fix = f" ({command} --help lists them)" if command else ""
+            return f"{arg.split('=')[0]} is {what}, not a flag: write {key}={value or 'VALUE'}{fix}"
     return None
 
 

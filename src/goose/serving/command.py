@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import re
 import signal
 import socket
 import sys
@@ -29,7 +28,7 @@ from goose.preflight import unknown_choice
 from goose.running.decoding import batch_engine, load_engine
 from goose.running.registry import compose_config, make_drafter, spec_label
 from goose.running.runner import checked_spec
-from goose.running.spec import unknown_override
+from goose.running.spec import setting_as_flag, unknown_override
 from goose.serving.app import Options, Served, make_app
 
 DEFAULT_CONCURRENCY = 4  # a server's batch; run.py's default (1) would serve one request at a time
@@ -41,10 +40,9 @@ HELP = "goose-serve --help"  # every refusal of this command points here, never 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):
-        if m := re.match(r"unrecognized arguments: --([\w-]+)", message):  # a setting written as a flag
-            key = m.group(1).replace("-", "_")
-            if key in SERVER_SETTINGS:
-                message = f"--{m.group(1)} is a setting of goose-serve, not a flag: write {key}=VALUE"
+        if message.startswith("unrecognized arguments: "):  # a setting written as a flag
+            given = message.removeprefix("unrecognized arguments: ").split()
+            message = setting_as_flag(given, None, SERVER_SETTINGS, "a setting of goose-serve") or message
         print(f"error: {message} ({HELP})", file=sys.stderr)
         sys.exit(2)
 
