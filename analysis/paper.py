@@ -63,6 +63,9 @@ CLAIMS_BUDGET = "60"  # the paper's B: every tau claim compares configurations a
 PEERS = ("pld", "tr", "lookahead", "rest")  # claim 5: GOOSE ahead of each in every cell
 # Beyond the paper: the training-free drafters serving engines ship (#70), shown beside claim 5, never counted for it.
 PRODUCTION_PEERS = ("sglang-ngram", "vllm-ngram", "llamacpp-ngram-mod", "llamacpp-ngram-simple")
+# the same drafters at GOOSE's budget (SGLang's tree of B nodes, vLLM's chain of B - 1): llama.cpp's chains draft
+# 48 (ngram-simple) and up to 64 tokens (ngram-mod) at their defaults, about the paper's B = 60 already
+PRODUCTION_EQUAL_BUDGET = ("sglang-ngram-budget", "vllm-ngram-budget")
 PRODUCTION_BESIDE = ("pld", "goose-suffix")  # shown beside them: the research PLD, GOOSE over SuffixDecoding
 ISOTROPIC = TABLE1[1]
 GAP_PAIR = ("pld", "tr")  # claim 1: context-matched (PLD) vs adjacency (TR) acceptance per drafted token

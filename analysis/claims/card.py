@@ -52,6 +52,7 @@ from goose.analysis.paper import (
     ISOTROPIC,
     PAPER_BENCHMARKS,
     PEERS,
+    PRODUCTION_EQUAL_BUDGET,
     PRODUCTION_PEERS,
     SINGLE_SOURCES,
     SOURCE_GAP_MEDIAN,
@@ -152,7 +153,10 @@ def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[Comparison]:
         return [Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau)) for p in PEERS] + [
             Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau), counted=False,
                        note="beyond the paper: a drafter a serving engine ships, not counted for the claim")
-            for p in PRODUCTION_PEERS]
+            for p in PRODUCTION_PEERS] + [
+            Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau), counted=False,
+                       note="beyond the paper: a serving engine's drafter at GOOSE's budget, not counted for the claim")
+            for p in PRODUCTION_EQUAL_BUDGET]
     if n == 6:
         return [Comparison(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [GOOSE, *SINGLE_SOURCES],
                            [g, *(pick(cell, s) for s in SINGLE_SOURCES)], over_best(tau))]

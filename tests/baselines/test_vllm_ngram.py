@@ -1,6 +1,7 @@
 """vLLM's n-gram proposer (goose.baselines.vllm_ngram): its drafts pinned on hand-made streams as vLLM's rule gives
 them (where it differs from PLD's and where not), equal to vLLM's own scan on random streams, its defaults, and
-lossless on the tiny model alone, in a batch of 1 and 4 and under sampling."""
+lossless on the tiny model alone, in a batch of 1 and 4 and under sampling; its equal-budget variant drafts the same
+chain, B - 1 tokens long."""
 
 import random
 
@@ -8,7 +9,7 @@ import pytest
 from conftest import drafter_for, lossless_everywhere
 
 from goose.baselines.pld import PromptLookupDrafter
-from goose.baselines.vllm_ngram import VllmNgramConfig, VllmNgramDrafter
+from goose.baselines.vllm_ngram import VllmNgramBudgetDrafter, VllmNgramConfig, VllmNgramDrafter
 from goose.engine.draft import Verification
 
 
@@ -134,6 +135,24 @@ def test_with_plds_settings_it_drafts_what_pld_drafts():
         assert vllm.propose(text).tokens == started(PromptLookupDrafter(), text).propose(text).tokens
 
 
+def test_the_budget_sets_the_equal_budget_variants_chain_and_nothing_else():
+    d, _ = drafter_for("vllm-ngram-budget@8")
+    assert d.name == "vllm-ngram-budget" and d.config.budget == 8 and d.config.chain_length == 7
+    assert (d.config.prompt_lookup_min, d.config.prompt_lookup_max) == (5, 5)
+    assert drafter_for("vllm-ngram-budget")[0].config.chain_length == 59  # the paper's B = 60, root included
+    rng = random.Random(11)
+    for _ in range(60):
+        text = [rng.randrange(3) for _ in range(rng.randint(1, 40))]
+        budget = rng.randint(2, 12)
+        mine = started(VllmNgramBudgetDrafter(budget=budget, prompt_lookup_min=1, prompt_lookup_max=3), text)
+        theirs = started(VllmNgramDrafter(prompt_lookup_min=1, prompt_lookup_max=3,
+                                          num_speculative_tokens=budget - 1), text)
+        assert mine.propose(text).tokens == theirs.propose(text).tokens
+        assert len(mine.propose(text).tokens) <= budget
+    with pytest.raises(ValueError, match="num_speculative_tokens"):
+        VllmNgramBudgetDrafter(budget=1)
+
+
 SMALL = {"prompt_lookup_min": 1, "prompt_lookup_max": 3, "num_speculative_tokens": 10}  # drafts often here
 
 
@@ -141,3 +160,9 @@ SMALL = {"prompt_lookup_min": 1, "prompt_lookup_max": 3, "num_speculative_tokens
 @pytest.mark.parametrize("config", [{}, SMALL], ids=["defaults", "small"])
 def test_lossless_alone_in_batches_of_1_and_4_and_sampled(config, tiny, prompts):
     assert lossless_everywhere(tiny, prompts, lambda: VllmNgramDrafter(**config)) >= 5  # drafts are walked
+
+
+@pytest.mark.integration
+def test_the_equal_budget_variant_is_lossless_everywhere(tiny, prompts):
+    make = lambda: VllmNgramBudgetDrafter(budget=20, prompt_lookup_min=1, prompt_lookup_max=3)  # noqa: E731
+    assert lossless_everywhere(tiny, prompts, make) >= 5
