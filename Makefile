@@ -252,8 +252,8 @@ CLAIMS_OUT_local = docs/results
 # First the loop-free reading's power (#69: answers stopped at their first loop, n = 60 SmolLM2 and 30 Gemma on the
 # methods claims 2, 3, 5, 6 compare, 30 for SmolLM2's ablations), the reading that answers the paper's question here.
 CLAIMS_MORE_local = claims-local-smollm2-mt-bench claims-local-loopfree:parts claims-local-loopfree-power:parts \
-  claims-local-loopfree-power-smollm2-mt-bench claims-local-loopfree-ablations:parts claims-local-loopfree-production:parts \
-  claims-local-production:parts claims-local-loopfree-gemma:parts \
+  claims-local-loopfree-power-smollm2-mt-bench claims-local-loopfree-ablations:parts claims-local-loopfree-gemma:parts \
+  claims-local-loopfree-production:parts claims-local-production:parts \
   claims-local-chat:parts claims-local-power-smollm2:parts \
   claims-local-power-smollm2-mt-bench claims-local-power-gemma:parts claims-local-chat-power:parts
 # The clock grown to n = 10 prompts a cell, each timed twice (SmolLM2's MT-Bench: the 24 that hold 10 it answers).
