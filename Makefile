@@ -282,7 +282,7 @@ ACCEPT_CODE = $(if $(ACCEPT_OTHER_CODE),accept_other_code=true)
 CLAIMS_PARTS_paper = humaneval,mbpp,classeval,gsm8k,mt_bench
 # What reproduce-claims says it will take (docs/running.md): the rows still missing decide it.
 CLAIMS_TIME_local = hours of decoding where rows are missing (docs/results/claims.md, section Power, estimates the rest \
-  from the committed rows: about 56 core-hours of tau sweeps and 8 of the clock on 2026-12-06)
+  from the committed rows' own clocks)
 CLAIMS_TIME_paper = GPU hours: python -m goose.experiments.claims_plan --profile paper gives the plan and its cost
 # Named, not written `$(MAKE) ...` in the recipe: make runs a recipe line that names $(MAKE) even under `make -n`, and
 # this line is the whole sweep.

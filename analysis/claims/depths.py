@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from goose.analysis.bootstrap import interval, source_acceptance, within
+from goose.analysis.bootstrap import MIN_PROMPTS, interval, source_acceptance, within
 from goose.analysis.loops import parse
 from goose.analysis.paper import GOOSE, SOURCE_GAP_RATIO
 from goose.analysis.selection import pick
@@ -26,6 +26,12 @@ def _where(low: float, high: float) -> str:
     if not (np.isfinite(low) and np.isfinite(high)):
         return "inconclusive"
     return "within" if lo <= low and high <= hi else "above" if low > hi else "below" if high < lo else "inconclusive"
+
+
+def _why_none(n: int) -> str:
+    if n < MIN_PROMPTS:
+        return f"n = {n}, below {MIN_PROMPTS}"
+    return f"n = {n}: the resamples give no finite bound (too few accepted branch nodes to resample)"
 
 
 def depth_table(cells: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
@@ -55,5 +61,5 @@ def depth_table(cells: dict[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
             out.append({"model": model, "benchmark": bench, "depth": depth, "n": len(keep),
                         "spine acceptance": round(rate[SPINE], 3), "branch acceptance": round(rate[BRANCH], 3),
                         "spine / branch [95% CI]": f"{est:.1f}x [{low:.1f}, {high:.1f}]" if np.isfinite(low)
-                        else f"{est:.1f}x (no interval: n = {len(keep)})", "size": _where(low, high)})
+                        else f"{est:.1f}x (no interval: {_why_none(len(keep))})", "size": _where(low, high)})
     return pd.DataFrame(out)

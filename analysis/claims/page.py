@@ -16,6 +16,7 @@ from goose.analysis.claims.summaries import chat_answers, glance, headline, summ
 from goose.analysis.claims.verdicts import CONTRADICTED, CPU_READING, HOLDS, INCONCLUSIVE, NOT_LOSSLESS
 from goose.analysis.paper import ABLATION_DELTA_PCT, BYPASS_ABLATION
 from goose.analysis.writers import ran_on
+from goose.running.loop import LOOP_SPAN
 
 COLOURS = {HOLDS: "#b7e1b1", INCONCLUSIVE: "#e6e6e6", CONTRADICTED: "#f4b6b2", CPU_READING: "#cfe0f3",
            NOT_LOSSLESS: "#8c8c8c"}
@@ -51,9 +52,10 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         *headline(card), "",
         f"**How it is read.** The stand-ins loop on raw prompts: past its first loop an answer repeats itself, which "
         "every copying drafter predicts perfectly. So the reading that answers the paper's question here is the "
-        f"**{LOOP_FREE}**: each answer up to the first position whose next 32 tokens already occurred earlier in it, "
-        "tau over the forwards that produced those tokens. Its prompts come from the protocol's runs and from runs "
-        f"stopped at that loop (stop_at_loop=true: every lossless method stops at the same token); {twins(card)}. "
+        f"**{LOOP_FREE}**: each answer up to the first position whose next {LOOP_SPAN} tokens already occurred "
+        "earlier in it, tau over the forwards that produced those tokens. Its prompts come from the protocol's runs "
+        "and from runs stopped at that loop (stop_at_loop=true: every lossless method stops at the same token); "
+        f"{twins(card)}. "
         f"Beside it, the **{PROTOCOL}** on these looping models (raw prompts at the paper's answer lengths, loops "
         f"included) and the **{CHAT}** through the same window ({chat_answers(everything)}). Claim 1 is read in the "
         "window on the rows that carry the window's drafted and accepted counts per source (runs since they are "

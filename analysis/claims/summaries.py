@@ -19,7 +19,8 @@ from goose.analysis.claims.verdicts import (
     WITHIN,
 )
 from goose.analysis.loops import loop_free
-from goose.analysis.paper import CLAIMS_BUDGET, GOOSE, PAPER_BENCHMARKS
+from goose.analysis.paper import CLAIMS_BUDGET, FIGURE4_RANGE, GOOSE, PAPER_BENCHMARKS
+from goose.running.loop import LOOP_SPAN
 
 
 def _tally(part: pd.DataFrame, column: str, kinds: tuple[str, ...]) -> str:
@@ -97,7 +98,7 @@ def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0, read: 
     part = part[part.verdict != NOT_LOSSLESS]
     if claim.gpu and not part.verdict.isin([HOLDS, INCONCLUSIVE, CONTRADICTED]).any():  # timed on a CPU
         faster = int(part["vs no effect"].isin(["above", "at or above"]).sum())
-        verdict = f"{CPU_READING}, B=60: faster than AR in {faster} of {len(part)}"
+        verdict = f"{CPU_READING}, B={CLAIMS_BUDGET}: faster than AR in {faster} of {len(part)}"
         sized = f"in the GPU range in {int(part['size'].str.endswith(WITHIN).sum())} of {len(part)}"
     else:
         verdict = _tally(part, "verdict", (HOLDS, INCONCLUSIVE, CONTRADICTED))
@@ -142,28 +143,32 @@ def headline(card: pd.DataFrame) -> list[str]:
     read, how the sizes compare with the paper's, and what only a GPU can settle."""
     read = [r for r in READINGS if (card.reading == r).any()]
     counted = card[card.counted.astype(bool) & (card.verdict != NOT_LOSSLESS)]
-    per_claim = []
+    per_claim, restated = [], []
     for claim in (c for c in CLAIMS if not c.gpu):
         parts = []
         for r in read:
             part = counted[(counted.claim == claim.number) & (counted.reading == r)]
             if not part.empty:
                 parts.append(f"{int((part.verdict == HOLDS).sum())} of {len(part)} {_SHORT[r]}")
-        if parts:
-            again = f", claim {claim.restates} read for size" if claim.restates else ""
-            per_claim.append(f"claim {claim.number} ({claim.name}{again}) {', '.join(parts)}")
-    against = int((counted.verdict == CONTRADICTED).sum())
+        if parts and claim.restates:  # the same rows as the claim it restates: said apart, not counted twice
+            restated.append(f"claim {claim.number} ({claim.name}: claim {claim.restates}'s comparison against the "
+                            f"stronger source, read for size; not a separate confirmation) {', '.join(parts)}")
+        elif parts:
+            per_claim.append(f"claim {claim.number} ({claim.name}) {', '.join(parts)}")
+    own = counted[~counted.claim.isin([c.number for c in CLAIMS if c.restates])]
+    against = int((own.verdict == CONTRADICTED).sum())
     sized = counted[(counted.reading == LOOP_FREE) & counted["size"].isin(["within", "above", "below", "inconclusive"])]
     count = sized["size"].value_counts()
     missing = [r for r in READINGS if r not in read]
     return [
         "**On these stand-ins** (two small model families on a CPU), the counted comparisons that hold in direction: "
-        f"{'; '.join(per_claim)} ({against} contradicted in all; the rest inconclusive). "
+        f"{'; '.join(per_claim)} ({against} contradicted in all; the rest inconclusive)"
+        + (f"; beside them {'; '.join(restated)}. " if restated else ". ") +
         f"**In size**, {int(count.get('within', 0))} of {len(sized)} comparisons with a cited range lie within "
         f"the paper's in the loop-free window ({int(count.get('above', 0))} above it, "
         f"{int(count.get('below', 0))} below, {int(count.get('inconclusive', 0))} inconclusive). "
-        "**Only a GPU run of the paper's models** can settle the clock (claim 4: 1.9-4.3x on a GPU; a CPU gives a "
-        "reading) and whether the sizes hold at 7B-33B"
+        "**Only a GPU run of the paper's models** can settle the clock (claim 4: "
+        f"{FIGURE4_RANGE[0]}-{FIGURE4_RANGE[1]}x on a GPU; a CPU gives a reading) and whether the sizes hold at 7B-33B"
         + (f"; not read yet here: the {' and '.join(missing)} reading." if missing else ".")]
 
 
@@ -181,7 +186,7 @@ def twins(card: pd.DataFrame) -> str:
 
 def chat_answers(rows: pd.DataFrame) -> str:
     """How the GOOSE answers with the chat template end, from their rows and outputs records: at the length cap,
-    and with a loop (a 32-token run repeated)."""
+    and with a loop (a LOOP_SPAN-token run repeated)."""
     chat = rows[rows.chat_template.astype(bool) & rows.method.eq(GOOSE) & rows.budget.eq(CLAIMS_BUDGET)]
     if "stop_at_loop" in chat:
         chat = chat[~chat.stop_at_loop.astype(bool)]
@@ -191,4 +196,4 @@ def chat_answers(rows: pd.DataFrame) -> str:
     capped = int((chat.new_tokens >= chat.max_new_tokens).sum())
     looped = int((win.loop_free_share < 1).sum())
     return (f"they loop too: of {len(chat)} GOOSE answers with the template, {capped} ran to the length cap and "
-            f"{looped} of the {len(win)} with outputs records repeat a 32-token run")
+            f"{looped} of the {len(win)} whose tokens are stored repeat a {LOOP_SPAN}-token run")

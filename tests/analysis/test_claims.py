@@ -495,3 +495,19 @@ def test_a_clock_whose_timed_rows_are_all_stale_says_so_not_not_run(tmp_path):
     _rows(root, "goose", [30, 30, 30], bench="mbpp", wall_s=[1.0, 2.0, 1.0], ar_wall_s=[3.0, 5.0, 4.0],
           speedup=[3.0, 2.5, 4.0], **TIMED)  # a benchmark timed here: the clock reads it, the stale rows stay out
     assert protocol(card(root).reset_index())["4. lossless speedup"].startswith("CPU reading, B=60: faster than AR")
+
+
+def test_the_production_peers_stand_beside_claim_5_and_are_not_counted(tmp_path):
+    """A serving engine's drafter, at its defaults or at GOOSE's budget, is read against GOOSE beside claim 5's
+    peers (beyond the paper), never counted for the claim."""
+    root = tmp_path / "r"
+    put(root, "goose", [30, 40, 20, 24])
+    put(root, "pld", [40, 50, 30, 30])
+    put(root, "sglang-ngram", [60, 60, 40, 40], budget="fixed")
+    put(root, "vllm-ngram-budget", [20, 30, 15, 20])  # vLLM's chain at B = 60 ahead of GOOSE on every prompt
+    c = card(root)
+    assert bool(c.loc[(5, "goose vs pld")].counted)
+    for peer, said in (("sglang-ngram", "holds"), ("vllm-ngram-budget", "contradicted")):
+        row = c.loc[(5, f"goose vs {peer}")]
+        assert not bool(row.counted) and row.note.startswith("beyond the paper") and row.verdict == said, peer
+    assert "at GOOSE's budget" in c.loc[(5, "goose vs vllm-ngram-budget")].note

@@ -39,7 +39,12 @@ def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path,
     _run(root, "goose", "60", 10, 4)  # tau 4
     _run(root, "vllm-ngram", "fixed", 20, 4)  # tau 2
     _run(root, "llamacpp-ngram-mod", "fixed", 8, 3)  # tau 5, on 3 of GOOSE's 4 prompts
+    _run(root, "vllm-ngram-budget", "60", 5, 4)  # tau 8: vLLM's chain at GOOSE's budget, read at that budget
+    _run(root, "vllm-ngram-budget", "30", 4, 4)  # another budget than GOOSE's: not its peer
     t = production_peers(load_rows(root)).set_index(["reading", "peer"])
+    equal = t.loc[(WHOLE, "vllm-ngram-budget")]
+    assert (equal.n, equal["goose budget"], equal["peer tau"]) == (4, "60", 8.0)
+    assert equal["goose vs peer [95% CI]"] == "-50.0% [-50.0, -50.0]"
     for reading in (WHOLE, WINDOW):
         vllm, mod = t.loc[(reading, "vllm-ngram")], t.loc[(reading, "llamacpp-ngram-mod")]
         assert (vllm.n, vllm["goose tau"], vllm["peer tau"]) == (4, 4.0, 2.0)
@@ -50,7 +55,9 @@ def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path,
     assert clock["goose vs peer [95% CI]"] == "+100.0% [+100.0, +100.0]" and clock.n == 4
     assert t.loc[(WINDOW, "vllm-ngram")][["goose speedup", "peer speedup"]].isna().all()  # a window has no clock
     assert "sglang-ngram" not in set(t.index.get_level_values("peer"))  # not run: no row, no made-up one
-    assert "no rows of sglang-ngram, llamacpp-ngram-simple, pld, goose-suffix: not compared" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "no rows of sglang-ngram, llamacpp-ngram-simple, sglang-ngram-budget, pld, goose-suffix: not compared" \
+        in said
 
 
 def test_rows_without_a_production_drafter_are_refused_in_one_line(tmp_path):
