@@ -60,7 +60,18 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         f"included) and the **{CHAT}** through the same window ({chat_answers(everything)}). Claim 1 is read in the "
         "window on the rows that carry the window's drafted and accepted counts per source (runs since they are "
         "recorded); claim 4 has no window reading: the clock is not per token.", "",
-        f"**Verdicts.** Per model x benchmark, our effect with its {CONFIDENCE:.0%} bootstrap interval over prompts "
+        "## At a glance", "",
+        "Per model, the counted comparisons over the five benchmarks that hold in each reading (loop-free window "
+        "· paper's protocol · chat template; for the clock, that are faster than AR on this CPU), and those whose "
+        "interval lies within the paper's range (loop-free window · paper's protocol); '-': nothing read.", "",
+        SUMMARY_START, power.progress(everything), "", glance(card).to_markdown(index=False), "", survivors(card),
+        SUMMARY_END, "",
+        "## Summary by reading", "",
+        "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
+        "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
+        summary(card).to_markdown(index=False), "",
+        "## How a verdict is read", "",
+        f"Per model x benchmark, our effect with its {CONFIDENCE:.0%} bootstrap interval over prompts "
         "(BCa, paired; n = prompts; a prompt on which no side drafted anything is left out of n and counted under "
         "'nothing drafted'). Direction: **holds** (the interval on the claim's side of the paper's threshold), "
         f"**contradicted** (on the other side), **inconclusive** (it straddles it, or n < {MIN_PROMPTS}). Size, where "
@@ -73,16 +84,6 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
         "against no difference. Copied (answer / prompt): % of the flattered method's tokens that were drafted "
         "copies of its own earlier answer / of the prompt. tau = tokens per target forward, the prefill included.",
         "",
-        "## At a glance", "",
-        "Per model, the counted comparisons over the five benchmarks that hold in each reading (loop-free window "
-        "· paper's protocol · chat template; for the clock, that are faster than AR on this CPU), and those whose "
-        "interval lies within the paper's range (loop-free window · paper's protocol); '-': nothing read.", "",
-        SUMMARY_START, glance(card).to_markdown(index=False), "", survivors(card), "", power.progress(everything),
-        SUMMARY_END, "",
-        "## Summary by reading", "",
-        "Per model, the counted comparisons over the five benchmarks: direction (hold / inconclusive / "
-        "contradicted) and, beside it, size against the paper's range (within / above / below / inconclusive).", "",
-        summary(card).to_markdown(index=False), "",
         *power.section(card, everything),
     ]
     for claim in CLAIMS:
@@ -126,7 +127,8 @@ def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
             t["read as"] = part["read as"]
         if part["not counted because"].ne("").any():
             t["not counted because"] = part["not counted because"]
-        lines += [t.to_markdown(index=False), ""]
+        for model, per_model in t.groupby("model", sort=True):  # one table a model: a screen narrower
+            lines += [f"**{model}**", "", per_model.drop(columns="model").to_markdown(index=False), ""]
     return "\n".join(lines + _configurations(card))
 
 
@@ -151,9 +153,9 @@ def _bypass(part: pd.DataFrame) -> str:
         return "No bypass ablation read yet."
     paper = ABLATION_DELTA_PCT.get(BYPASS_ABLATION)
     said = f" (the paper: {paper:+.1f}% on Qwen3-8B)" if paper is not None else ""
-    return (f"Switching the bypass off against GOOSE: {'; '.join(ranges)}{said}. Why it "
-            "raises tau on these stand-ins, and the one difference from the official code at full confidence: "
-            "[bypass.md](bypass.md).")
+    return (f"Switching the bypass off against GOOSE: {'; '.join(ranges)}{said}. Why it can raise tau on "
+            "these stand-ins (in the loop-free window above all: their long copied chains are rejected early), and "
+            "the one difference from the official code at full confidence: [bypass.md](bypass.md).")
 
 
 def _prompts(card: pd.DataFrame) -> str:

@@ -31,7 +31,7 @@ def test_each_depth_pools_the_prompts_that_drafted_both_sources_there(monkeypatc
     assert t.loc["1", "spine acceptance"] == pytest.approx(20 / 40)
     assert t.loc["1", "branch acceptance"] == pytest.approx(5 / 40)
     assert t.loc["1", "spine / branch [95% CI]"].startswith("4.0x [")
-    assert t.loc["2", "spine / branch [95% CI]"] == "3.0x (no interval: n = 2)"
+    assert t.loc["2", "spine / branch [95% CI]"] == "3.0x (no interval: n = 2, below 3)"
     assert t.loc["2", "size"] == "inconclusive"
 
 
