@@ -74,6 +74,12 @@ class VllmNgramBudgetConfig(VllmLookup):
 
     budget: int = budget_setting(60)
 
+    def __post_init__(self):
+        if self.budget < 2:  # said in the budget's terms before the chain's own check would say it in its own
+            raise ValueError(f"vllm-ngram-budget drafts a chain of budget - 1 tokens, so it needs budget >= 2 (got "
+                             f"budget={self.budget}); budget=1 is AR: method=ar")
+        super().__post_init__()
+
     @property
     def chain_length(self) -> int:
         return self.budget - 1
