@@ -26,6 +26,8 @@ from goose.analysis.writers import ran_on
 from goose.storage.metrics import FIXED
 
 WINDOW, WHOLE, CLOCK = "loop-free window", "whole answer", "clock"
+CLOCK_STOPPED = "clock, answers stopped at their first loop"  # timed runs of stop_at_loop, never beside whole ones
+CLOCKS = (CLOCK_STOPPED, CLOCK)
 PEERS = (*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET, *PRODUCTION_BESIDE)
 
 
@@ -51,6 +53,11 @@ def _sides(cell: pd.DataFrame, budget: str, peer: str) -> tuple[pd.DataFrame, pd
             theirs[theirs.prompt_id.isin(both)].sort_values("prompt_id"))
 
 
+def _stopped(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are runs stopped at their first loop (stop_at_loop)."""
+    return rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
+
+
 def _timed(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows.speedup.notna() & ~rows.speedup_stale.eq(True)] if "speedup" in rows else rows.iloc[0:0]
 
@@ -60,13 +67,13 @@ def _compare(reading: str, source: pd.DataFrame) -> list[dict]:
     for (model, bench), cell in source.groupby(["model", "benchmark_name"], sort=True):
         for budget in sorted(set(cell.budget[cell.method == GOOSE])):
             for peer in PEERS:
-                a, b = _sides(_timed(cell) if reading == CLOCK else cell, budget, peer)
+                a, b = _sides(_timed(cell) if reading in CLOCKS else cell, budget, peer)
                 if a.empty:
                     continue
-                stat = speedup if reading == CLOCK else tau
-                value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if reading == CLOCK else \
+                stat = speedup if reading in CLOCKS else tau
+                value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if reading in CLOCKS else \
                     (lambda g: g.new_tokens.sum() / g.steps.sum())
-                what = "speedup" if reading == CLOCK else "tau"
+                what = "speedup" if reading in CLOCKS else "tau"
                 out.append({"reading": reading, "model": model, "benchmark": bench, "goose budget": budget,
                             "peer": peer, "n": len(a), f"goose {what}": round(value(a), 3),
                             f"peer {what}": round(value(b), 3),
@@ -87,8 +94,9 @@ def production_peers(df: pd.DataFrame) -> pd.DataFrame:
                          f"method=... results_dir=...), or `make reproduce-production-peers` for the whole comparison")
     if absent:
         print(f"[analysis] production_peers: no rows of {', '.join(absent)}: not compared")
-    stopped = rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
-    out = _compare(WINDOW, windows(rows)) + _compare(WHOLE, rows[~stopped]) + _compare(CLOCK, rows)
+    stopped = _stopped(rows)
+    out = (_compare(WINDOW, windows(rows)) + _compare(WHOLE, rows[~stopped]) + _compare(CLOCK_STOPPED, rows[stopped])
+           + _compare(CLOCK, rows[~stopped]))  # a stopped run is timed against stopped runs only
     if not out:
         raise SystemExit("production_peers: no cell holds GOOSE and a production drafter on the same prompts: run "
                          "`make reproduce-production-peers`")
@@ -164,7 +172,8 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "over prompts; n = those prompts. The **loop-free window** is each answer before it first repeats 32 "
              "tokens (the small models loop on raw prompts, and a loop flatters every copying drafter); the **whole "
              "answer** is the paper's protocol; the **clock** is wall time against AR timed beside each run "
-             "(interleaved) on this CPU, where verifying many nodes costs more than one (a GPU prices them closer); "
+             "(interleaved; runs stopped at their first loop against stopped runs, whole answers against whole) on "
+             "this CPU, where verifying many nodes costs more than one (a GPU prices them closer); "
              "the rows do not record what else ran on the machine, so read it as a CPU reading and tau as the "
              "comparison.", "",
              "Each production drafter runs at its source's defaults: SGLang drafts a tree of 12 nodes, vLLM a chain "
@@ -172,14 +181,15 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "GOOSE's budget (**sglang-ngram-budget**: a tree of B nodes; **vllm-ngram-budget**: a chain of B - 1 "
              "tokens, which holds the default chain as its prefix, so its tau is the chain's best); llama.cpp's "
              "defaults are about B = 60 already.", "", _missing(rows), ""]
-    for reading in (WINDOW, WHOLE, CLOCK):
+    stopped = _stopped(rows)
+    for reading in (WINDOW, WHOLE, *CLOCKS):
         part = t[t.reading == reading].drop(columns="reading").dropna(axis=1, how="all")
         lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
         if part.empty:
             lines += ["No rows read this way yet.", ""]
             continue
-        if reading == CLOCK:
-            lines += [_above_tau(rows), ""]
+        if reading in CLOCKS:
+            lines += [_above_tau(rows[stopped] if reading == CLOCK_STOPPED else rows[~stopped]), ""]
         for budget in sorted(set(part["goose budget"])):
             lines.append(f"- GOOSE B={budget}: interval above 0 / below 0, per production drafter: "
                          f"{_tally(part, budget)}.")

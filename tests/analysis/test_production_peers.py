@@ -11,13 +11,14 @@ import pytest
 
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
-from goose.analysis.production_peers import CLOCK, WHOLE, WINDOW, production_peers, write
+from goose.analysis.production_peers import CLOCK, CLOCK_STOPPED, WHOLE, WINDOW, production_peers, write
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 
-def _run(root, method, budget, forwards, prompts, tokens=40):
-    """`prompts` answers of `tokens` distinct tokens, each in `forwards` forwards (the last token of each a bonus)."""
-    config = f"{method}-{budget}"
+def _run(root, method, budget, forwards, prompts, tokens=40, stop=False):
+    """`prompts` answers of `tokens` distinct tokens, each in `forwards` forwards (the last token of each a bonus);
+    `stop`: runs stopped at their first loop (stop_at_loop)."""
+    config = f"{method}-{budget}" + ("-loopstop" if stop else "")
     folder = root / "m" / "humaneval" / method / config
     per = tokens // forwards
     origins = (["drafted"] * (per - 1) + ["bonus"]) * forwards
@@ -31,7 +32,7 @@ def _run(root, method, budget, forwards, prompts, tokens=40):
             "speedup_source": "interleaved", "ar_wall_s": tokens * 0.1, "speedup": tokens / forwards,
             "timed_at": "2026-12-06T10:00:00+0000", "device_name": "cpu", "threads": 1, "dtype": "float32",
             "model_fingerprint": "abcdef0123", "prompts_fingerprint": "p", "max_new_tokens": 512,
-            "benchmark.paper_max_new_tokens": 512})
+            "benchmark.paper_max_new_tokens": 512, "stop_at_loop": stop})
 
 
 def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path, capsys):
@@ -114,3 +115,18 @@ def test_the_committed_page_is_what_the_committed_rows_give(tmp_path):
             f"docs/results/{name} is not what the committed rows give: regenerate it (python -m "
             "goose.analysis.reproduce production_peers --results results/production-peers-local results/claims-local "
             "--out docs/results) and commit it with the rows")
+
+
+def test_the_clock_times_stopped_runs_against_stopped_runs_only(tmp_path):
+    """GOOSE timed on whole answers (the claims' clock) is no peer of a drafter timed on answers stopped at their
+    first loop: each clock reading pairs runs of one kind."""
+    root = tmp_path / "r"
+    _run(root, "goose", "60", 10, 4)  # whole answers, timed
+    _run(root, "vllm-ngram", "fixed", 20, 4, stop=True)  # stopped, timed
+    t = production_peers(load_rows(root))
+    assert t[t.reading.isin([CLOCK, CLOCK_STOPPED])].empty
+    _run(root, "goose", "60", 8, 4, stop=True)
+    t = production_peers(load_rows(root)).set_index(["reading", "peer"])
+    clock = t.loc[(CLOCK_STOPPED, "vllm-ngram")]
+    assert clock.n == 4 and clock["goose speedup"] == pytest.approx(5.0) and clock["peer speedup"] == pytest.approx(2.0)
+    assert (CLOCK, "vllm-ngram") not in t.index
