@@ -140,22 +140,26 @@ def _noise(timed: pd.DataFrame) -> tuple[float, int]:
 
 
 def _above_tau(rows: pd.DataFrame) -> str:
-    """The timed rows whose speedup exceeds their tau by more than the clock's own noise: a verification costs at
-    least an AR step, so on a quiet machine speedup <= tau; above it, AR's timing was slowed by other work (its many
-    small forwards pay more for a busy machine than a method's few), and the clock of these rows flatters every
-    method."""
+    """The timed configurations whose speedup exceeds their tau by more than the clock's own noise: a verification
+    costs at least an AR step, so on a quiet machine speedup <= tau; above it, AR's timing was slowed by other work
+    (its many small forwards pay more for a busy machine than a method's few), and the clock flatters every method.
+    Pooled over a configuration's prompts (as the tables read them), against one prompt's noise: a single row past
+    the largest of k noise samples is what noise alone gives about once in k + 1 rows."""
     timed = _timed(rows)
     if timed.empty:
         return "No timed rows."
     noise, k = _noise(timed)
     said = (f"+{noise:.1%}, the largest speedup over AR of the {k} rows that did AR's work, tau 1" if k else
             "unmeasured: no row did AR's work, tau 1")
-    above = timed[timed.speedup.astype(float) > timed.tau.astype(float) * (1 + noise)]
+    pooled = timed.groupby("config_hash").agg(method=("method", "first"), ar=("ar_wall_s", "sum"),
+                                              wall=("wall_s", "sum"), tokens=("new_tokens", "sum"),
+                                              steps=("steps", "sum"))
+    above = pooled[pooled.ar / pooled.wall > pooled.tokens / pooled.steps * (1 + noise)]
     if above.empty:
-        return (f"Every timed row's speedup is at most its tau, up to the clock's own noise ({len(timed)} rows; "
-                f"noise {said}), as on a quiet machine.")
-    return (f"**Not trustworthy yet:** {len(above)} of {len(timed)} timed rows have a speedup above their tau "
-            f"({', '.join(sorted(set(above.method)))}) by more than the clock's own noise ({said}); a quiet "
+        return (f"Every timed configuration's speedup is at most its tau, up to the clock's own noise "
+                f"({len(pooled)} configurations, {len(timed)} rows; noise {said}), as on a quiet machine.")
+    return (f"**Not trustworthy yet:** {len(above)} of {len(pooled)} timed configurations have a speedup above their "
+            f"tau ({', '.join(sorted(set(above.method)))}) by more than the clock's own noise ({said}); a quiet "
             "machine cannot give that (a verification costs at least an AR step): AR's timing was slowed by other "
             "work beside it. Read this section as a ranking at most, until `make reproduce-production-peers` is "
             "rerun on an idle machine.")
