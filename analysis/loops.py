@@ -99,6 +99,11 @@ TWIN = ["model", "benchmark_name", "method", "budget", "memory", "trial", "concu
         "model_fingerprint", "data_fingerprint", "dtype", "engine.backend", "settings"]
 
 
+def stopped_at_loop(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are runs stopped at their first loop (stop_at_loop); rows written before the setting: none."""
+    return rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
+
+
 def windows(rows: pd.DataFrame) -> pd.DataFrame:
     """Every row's loop-free window (`loop_free`), a run stopped at its first loop (stop_at_loop) read as its full
     twin: the same configuration but for the stop, so the same window on every prompt both ran. A stopped row takes
@@ -110,7 +115,7 @@ def windows(rows: pd.DataFrame) -> pd.DataFrame:
     from goose.analysis.selection import differences  # start-up time: selection reads the method registry
 
     out = loop_free(rows)
-    stop = out.stop_at_loop.astype(bool) if "stop_at_loop" in out else pd.Series(False, index=out.index)
+    stop = stopped_at_loop(out)
     out.attrs["twins"], out.attrs["stopped"] = (0, 0), []
     if not stop.any():
         return out

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from goose.analysis.bootstrap import COLUMNS, CONFIDENCE, interval, ratio, speedup, tau
-from goose.analysis.loops import windows
+from goose.analysis.loops import stopped_at_loop, windows
 from goose.analysis.paper import GOOSE, PAPER_BENCHMARKS, PRODUCTION_BESIDE, PRODUCTION_EQUAL_BUDGET, PRODUCTION_PEERS
 from goose.analysis.selection import pick
 from goose.analysis.writers import ran_on
@@ -53,27 +53,22 @@ def _sides(cell: pd.DataFrame, budget: str, peer: str) -> tuple[pd.DataFrame, pd
             theirs[theirs.prompt_id.isin(both)].sort_values("prompt_id"))
 
 
-def _stopped(rows: pd.DataFrame) -> pd.Series:
-    """Which rows are runs stopped at their first loop (stop_at_loop)."""
-    return rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
-
-
 def _timed(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows.speedup.notna() & ~rows.speedup_stale.eq(True)] if "speedup" in rows else rows.iloc[0:0]
 
 
 def _compare(reading: str, source: pd.DataFrame) -> list[dict]:
-    out = []
+    out, clock = [], reading in CLOCKS
     for (model, bench), cell in source.groupby(["model", "benchmark_name"], sort=True):
         for budget in sorted(set(cell.budget[cell.method == GOOSE])):
             for peer in PEERS:
-                a, b = _sides(_timed(cell) if reading in CLOCKS else cell, budget, peer)
+                a, b = _sides(_timed(cell) if clock else cell, budget, peer)
                 if a.empty:
                     continue
-                stat = speedup if reading in CLOCKS else tau
-                value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if reading in CLOCKS else \
+                stat = speedup if clock else tau
+                value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if clock else \
                     (lambda g: g.new_tokens.sum() / g.steps.sum())
-                what = "speedup" if reading in CLOCKS else "tau"
+                what = "speedup" if clock else "tau"
                 out.append({"reading": reading, "model": model, "benchmark": bench, "goose budget": budget,
                             "peer": peer, "n": len(a), f"goose {what}": round(value(a), 3),
                             f"peer {what}": round(value(b), 3),
@@ -94,9 +89,9 @@ def production_peers(df: pd.DataFrame) -> pd.DataFrame:
                          f"method=... results_dir=...), or `make reproduce-production-peers` for the whole comparison")
     if absent:
         print(f"[analysis] production_peers: no rows of {', '.join(absent)}: not compared")
-    stopped = _stopped(rows)
-    out = (_compare(WINDOW, windows(rows)) + _compare(WHOLE, rows[~stopped]) + _compare(CLOCK_STOPPED, rows[stopped])
-           + _compare(CLOCK, rows[~stopped]))  # a stopped run is timed against stopped runs only
+    stop = stopped_at_loop(rows)
+    out = (_compare(WINDOW, windows(rows)) + _compare(WHOLE, rows[~stop]) + _compare(CLOCK_STOPPED, rows[stop])
+           + _compare(CLOCK, rows[~stop]))  # a stopped run is timed against stopped runs only
     if not out:
         raise SystemExit("production_peers: no cell holds GOOSE and a production drafter on the same prompts: run "
                          "`make reproduce-production-peers`")
@@ -185,7 +180,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "GOOSE's budget (**sglang-ngram-budget**: a tree of B nodes; **vllm-ngram-budget**: a chain of B - 1 "
              "tokens, which holds the default chain as its prefix, so its tau is the chain's best); llama.cpp's "
              "defaults are about B = 60 already.", "", _missing(rows), ""]
-    stopped = _stopped(rows)
+    stop = stopped_at_loop(rows)
     for reading in (WINDOW, WHOLE, *CLOCKS):
         part = t[t.reading == reading].drop(columns="reading").dropna(axis=1, how="all")
         lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
@@ -193,7 +188,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
             lines += ["No rows read this way yet.", ""]
             continue
         if reading in CLOCKS:
-            lines += [_above_tau(rows[stopped] if reading == CLOCK_STOPPED else rows[~stopped]), ""]
+            lines += [_above_tau(rows[stop] if reading == CLOCK_STOPPED else rows[~stop]), ""]
         for budget in sorted(set(part["goose budget"])):
             lines.append(f"- GOOSE B={budget}: interval above 0 / below 0, per production drafter: "
                          f"{_tally(part, budget)}.")

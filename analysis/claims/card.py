@@ -39,7 +39,7 @@ from goose.analysis.claims.verdicts import (
     size,
 )
 from goose.analysis.comparable import common_prompts
-from goose.analysis.loops import windows
+from goose.analysis.loops import stopped_at_loop, windows
 from goose.analysis.paper import (
     ABLATION_DELTA_PCT,
     ABLATION_RANGE_PCT,
@@ -152,11 +152,10 @@ def _comparisons(cell: pd.DataFrame, claim: Claim) -> list[Comparison]:
     if n == 5:
         return [Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau)) for p in PEERS] + [
             Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau), counted=False,
-                       note="beyond the paper: a drafter a serving engine ships, not counted for the claim")
-            for p in PRODUCTION_PEERS] + [
-            Comparison(f"{GOOSE} vs {p}", [GOOSE, p], [g, pick(cell, p)], ratio(tau), counted=False,
-                       note="beyond the paper: a serving engine's drafter at GOOSE's budget, not counted for the claim")
-            for p in PRODUCTION_EQUAL_BUDGET]
+                       note=f"beyond the paper: {what}, not counted for the claim")
+            for peers, what in ((PRODUCTION_PEERS, "a drafter a serving engine ships"),
+                                (PRODUCTION_EQUAL_BUDGET, "a serving engine's drafter at GOOSE's budget"))
+            for p in peers]
     if n == 6:
         return [Comparison(f"{GOOSE} vs best of {' / '.join(SINGLE_SOURCES)}", [GOOSE, *SINGLE_SOURCES],
                            [g, *(pick(cell, s) for s in SINGLE_SOURCES)], over_best(tau))]
@@ -246,7 +245,7 @@ def scorecard(df: pd.DataFrame) -> pd.DataFrame:
     # one (most of the card's time); as plain objects they are one block, with the same values and missing cells
     rows = rows.astype({c: object for c in rows.select_dtypes("str").columns}).copy()  # copy: into few blocks
     chat = rows.chat_template.astype(bool)
-    stopped = rows.stop_at_loop.astype(bool) if "stop_at_loop" in rows else pd.Series(False, index=rows.index)
+    stopped = stopped_at_loop(rows)
     cards, configs, cells, twins, stale, stopped_runs, depths = [], [], [], [0, 0], {}, [], []
     for reading in READINGS:
         source = rows[~stopped] if reading == PROTOCOL else rows[chat if reading == CHAT else ~chat]
