@@ -112,18 +112,29 @@ def _tally(t: pd.DataFrame, budget: str) -> str:
     return "; ".join(parts) if parts else "no production drafter ran beside it"
 
 
-def _missing(rows: pd.DataFrame) -> str:
-    """Which of the paper's benchmarks each model has no production drafter's rows on yet (one sentence)."""
-    ran = rows[rows.method.isin(PRODUCTION_PEERS)]
+def _lacking(rows: pd.DataFrame, models: list[str]) -> str:
+    """Per model, the paper's benchmarks `rows` has nothing on ("" when none is lacking)."""
     parts = []
-    for model in sorted(set(rows.model)):
-        have = set(ran.benchmark_name[ran.model == model])
+    for model in models:
+        have = set(rows.benchmark_name[rows.model == model])
         lacking = [b for b in PAPER_BENCHMARKS if b not in have]
         if lacking:
             parts.append(f"{model} on {', '.join(lacking)}" if len(lacking) < len(PAPER_BENCHMARKS)
                          else f"{model} on all five")
-    return ("Not run yet (no production drafter's rows): " + "; ".join(parts) + ".") if parts else \
+    return "; ".join(parts)
+
+
+def _missing(rows: pd.DataFrame) -> str:
+    """Which of the paper's benchmarks each model has no production drafter's rows on yet (one sentence)."""
+    lacking = _lacking(rows[rows.method.isin(PRODUCTION_PEERS)], sorted(set(rows.model)))
+    return (f"Not run yet (no production drafter's rows): {lacking}.") if lacking else \
         "Every model read here has production drafters' rows on all five benchmarks."
+
+
+def _untimed(timed: pd.DataFrame, models: list[str]) -> str:
+    """Which benchmarks the clock has not timed a production drafter on yet, per model (one sentence)."""
+    lacking = _lacking(timed[timed.method.isin(PRODUCTION_PEERS)], models)
+    return f"Not timed yet: {lacking}." if lacking else "Timed on all five benchmarks for every model read here."
 
 
 def _noise(timed: pd.DataFrame) -> tuple[float, int]:
@@ -179,16 +190,21 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "of 5 tokens, llama.cpp's ngram-simple 48 and ngram-mod up to 64. So the first two are also run at "
              "GOOSE's budget (**sglang-ngram-budget**: a tree of B nodes; **vllm-ngram-budget**: a chain of B - 1 "
              "tokens, which holds the default chain as its prefix, so its tau is the chain's best); llama.cpp's "
-             "defaults are about B = 60 already.", "", _missing(rows), ""]
+             "defaults are about B = 60 already. PLD (the research drafter, as Hugging Face wrote it) and GOOSE-suffix "
+             "(GOOSE whose spine is SuffixDecoding's best path) are shown beside them and not counted in the "
+             "tallies.", "",
+             _missing(rows), ""]
     stop = stopped_at_loop(rows)
     for reading in (WINDOW, WHOLE, *CLOCKS):
         part = t[t.reading == reading].drop(columns="reading").dropna(axis=1, how="all")
         lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
         if part.empty:
-            lines += ["No rows read this way yet.", ""]
+            lines += ["No rows read this way yet" + (": `make reproduce-production-peers` times whole answers after "
+                                                     "the stopped runs." if reading == CLOCK else "."), ""]
             continue
         if reading in CLOCKS:
-            lines += [_above_tau(rows[stop] if reading == CLOCK_STOPPED else rows[~stop]), ""]
+            kind = rows[stop] if reading == CLOCK_STOPPED else rows[~stop]
+            lines += [_above_tau(kind), "", _untimed(_timed(kind), sorted(set(rows.model))), ""]
         for budget in sorted(set(part["goose budget"])):
             lines.append(f"- GOOSE B={budget}: interval above 0 / below 0, per production drafter: "
                          f"{_tally(part, budget)}.")

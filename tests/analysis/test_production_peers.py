@@ -79,6 +79,8 @@ def test_the_page_says_what_it_read_what_it_ran_on_and_what_is_missing(tmp_path)
     assert md.name == "production-peers.md" and csv.exists()
     assert "Measured: 2026-12-06 on: cpu with 1 thread; float32; models m (abcdef01). Rows read: 8" in text
     assert "Not run yet (no production drafter's rows): m on mbpp, classeval, gsm8k, mt_bench." in text
+    assert "Not timed yet: m on mbpp, classeval, gsm8k, mt_bench." in text  # the clock says what it lacks too
+    assert "PLD (the research drafter" in text and "not counted in the tallies" in text
     assert "- GOOSE B=60: interval above 0 / below 0, per production drafter: vllm-ngram ahead in 1, behind in 0 of 1" \
         in text
     assert text == write(load_rows(root), tmp_path / "again")[0].read_text()  # the same bytes from the same rows
