@@ -127,7 +127,7 @@ def _lacking(rows: pd.DataFrame, models: list[str]) -> str:
 def _missing(rows: pd.DataFrame) -> str:
     """Which of the paper's benchmarks each model has no production drafter's rows on yet (one sentence)."""
     lacking = _lacking(rows[rows.method.isin(PRODUCTION_PEERS)], sorted(set(rows.model)))
-    return (f"Not run yet (no production drafter's rows): {lacking}.") if lacking else \
+    return f"Not run yet (no production drafter's rows): {lacking}." if lacking else \
         "Every model read here has production drafters' rows on all five benchmarks."
 
 
