@@ -68,7 +68,7 @@ help:
 	"  reproduce-sampling     every method at 4 temperatures and a second seed; about 4 hours" \
 	"  reproduce-spec-bench   Spec-Bench's six categories, three passes; about 3.3 hours" \
 	"  reproduce-concurrency  speedup against concurrency 1, 4, 16; about 2.3 hours" \
-	"  reproduce-serving      goose-serve (AR, PLD, GOOSE budget=auto, 3 engines' n-gram drafters) under GuideLLM's load; about 16 min" \
+	"  reproduce-serving      goose-serve (AR, PLD, GOOSE budget=auto, the engines' 4 n-gram drafters) under GuideLLM's load; about 18 min" \
 	"  reproduce-all          every reproduce target above; about 20 hours at most (sweeps share runs, so less)" \
 	"  reproduce-claims       the claims scorecard (docs/results/claims.md, the README's table): hours (PROFILE=local" \
 	"                         resumes the committed rows in results/claims-local); PROFILE=paper without a GPU: the plan"

@@ -44,8 +44,10 @@ def _gain(stat, a: pd.DataFrame, b: pd.DataFrame) -> str:
 
 
 def _sides(cell: pd.DataFrame, budget: str, peer: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """GOOSE's and the peer's rows on the prompts both ran (a peer no budget changes: its fixed configuration)."""
-    mine, theirs = pick(cell, GOOSE, budget), pick(cell, peer, budget)
+    """GOOSE's and the peer's rows on the prompts both ran. At budget=auto the peer's own budget=auto runs (pruned as
+    GOOSE's are) where it has them, else its fixed configuration; at a number, that budget or its fixed one."""
+    mine = pick(cell, GOOSE, budget)
+    theirs = pick(cell[cell.budget != FIXED], peer, budget) if budget == "auto" else pick(cell, peer, budget)
     if budget == "auto" and theirs.empty:
         theirs = pick(cell, peer, FIXED)
     both = sorted(set(mine.prompt_id) & set(theirs.prompt_id))
@@ -70,8 +72,8 @@ def _compare(reading: str, source: pd.DataFrame) -> list[dict]:
                     (lambda g: g.new_tokens.sum() / g.steps.sum())
                 what = "speedup" if clock else "tau"
                 out.append({"reading": reading, "model": model, "benchmark": bench, "goose budget": budget,
-                            "peer": peer, "n": len(a), f"goose {what}": round(value(a), 3),
-                            f"peer {what}": round(value(b), 3),
+                            "peer": peer, "peer budget": b.budget.iloc[0], "n": len(a),
+                            f"goose {what}": round(value(a), 3), f"peer {what}": round(value(b), 3),
                             f"goose vs peer [{CONFIDENCE:.0%} CI]": _gain(stat, a, b)})
     return out
 
@@ -134,7 +136,36 @@ def _missing(rows: pd.DataFrame) -> str:
 def _untimed(timed: pd.DataFrame, models: list[str]) -> str:
     """Which benchmarks the clock has not timed a production drafter on yet, per model (one sentence)."""
     lacking = _lacking(timed[timed.method.isin(PRODUCTION_PEERS)], models)
-    return f"Not timed yet: {lacking}." if lacking else "Timed on all five benchmarks for every model read here."
+    said = f"Not timed yet: {lacking}." if lacking else "Timed on all five benchmarks for every model read here."
+    configs = timed.groupby(["model", "benchmark_name"]).config_hash.nunique()
+    part = configs[configs < configs.max()] if len(configs) else configs
+    if len(part):
+        said += " Timed in part (configurations timed, of the most any cell has): " + "; ".join(
+            f"{m} on {b} ({k} of {configs.max()})" for (m, b), k in part.items()) + "."
+    return said
+
+
+def _whole_clock_cost(rows: pd.DataFrame, stop: pd.Series) -> str:
+    """What timing the whole answers not timed yet costs, from the rows' own clocks (one sentence, "" without an
+    estimate): per whole configuration (model x benchmark x method x budget) with no timed row, as many prompts as a
+    stopped configuration was timed on, each costing its untimed answer's core seconds plus AR's beside it (the
+    model's AR core seconds per token in the stopped clock rows times the answer's tokens)."""
+    num = lambda s: pd.to_numeric(s, errors="coerce")  # noqa: E731
+    stopped, whole = _timed(rows[stop]), rows[~stop]
+    key = ["model", "benchmark_name", "method", "budget"]
+    timed = set(map(tuple, _timed(whole)[key].drop_duplicates().to_numpy()))
+    todo = whole[[k not in timed for k in map(tuple, whole[key].to_numpy())]]
+    if stopped.empty or todo.empty:
+        return ""
+    n = int(stopped.groupby("config_hash").size().max())
+    ar = (num(stopped.ar_wall_s) * num(stopped.threads) / num(stopped.new_tokens).clip(lower=1)).groupby(
+        stopped.model).median()
+    per = num(todo.wall_s) * num(todo.threads) + num(todo.new_tokens) * todo.model.map(ar)
+    configs = per.groupby([todo[k] for k in key]).mean()
+    many = "s" * (len(configs) > 1)
+    return (f"Timing the {len(configs)} whole-answer configuration{many} not timed yet on {n} prompts each costs about "
+            f"{configs.sum() * n / 3600:.1f} core-hours by the rows' own clocks (each prompt: its untimed answer's "
+            "core seconds, plus AR's beside it at the model's AR seconds per token in the stopped clock rows).")
 
 
 def _noise(timed: pd.DataFrame) -> tuple[float, int]:
@@ -192,22 +223,35 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "tokens, which holds the default chain as its prefix, so its tau is the chain's best); llama.cpp's "
              "defaults are about B = 60 already. PLD (the research drafter, as Hugging Face wrote it) and GOOSE-suffix "
              "(GOOSE whose spine is SuffixDecoding's best path) are shown beside them and not counted in the "
-             "tallies.", "",
+             "tallies. At B=auto a peer is read at its own budget=auto runs (pruned as GOOSE's are) where it has "
+             "them, else at its defaults (column peer budget).", "",
+             "llama.cpp's two draft only after a long exact match (12 tokens for ngram-simple, 24 for ngram-mod), "
+             "so on these answers they often draft nothing (peer tau near 1), and GOOSE's gain over them is close to "
+             "its gain over AR. The scorecard beside claim 5 (claims.md) leaves out prompts on which neither side "
+             "drafted a token, so its n and intervals there can differ slightly from this page's.", "",
              _missing(rows), ""]
     stop = stopped_at_loop(rows)
     for reading in (WINDOW, WHOLE, *CLOCKS):
         part = t[t.reading == reading].drop(columns="reading").dropna(axis=1, how="all")
         lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
+        cost = _whole_clock_cost(rows, stop) if reading == CLOCK else ""
         if part.empty:
             lines += ["No rows read this way yet" + (": `make reproduce-production-peers` times whole answers after "
                                                      "the stopped runs." if reading == CLOCK else "."), ""]
+            lines += [cost, ""] if cost else []
             continue
         if reading in CLOCKS:
             kind = rows[stop] if reading == CLOCK_STOPPED else rows[~stop]
             lines += [_above_tau(kind), "", _untimed(_timed(kind), sorted(set(rows.model))), ""]
+            lines += [cost, ""] if cost else []
+            if reading == CLOCK_STOPPED:
+                lines += ["A stopped answer ends just after its first repeated 32 tokens, past the loop-free "
+                          "window's end, so its tau and speedup run above the window's; the check above reads each "
+                          "run against its own tau.", ""]
         for budget in sorted(set(part["goose budget"])):
-            lines.append(f"- GOOSE B={budget}: interval above 0 / below 0, per production drafter: "
-                         f"{_tally(part, budget)}.")
+            n = part.n[part["goose budget"] == budget]
+            lines.append(f"- GOOSE B={budget} (n {n.min()}" + (f"-{n.max()}" if n.max() != n.min() else "") +
+                         f" a cell): interval above 0 / below 0, per production drafter: {_tally(part, budget)}.")
         lines += ["", part.to_markdown(index=False), ""]
     return "\n".join(lines)
 

@@ -15,21 +15,21 @@ from goose.analysis.production_peers import CLOCK, CLOCK_STOPPED, WHOLE, WINDOW,
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 
-def _run(root, method, budget, forwards, prompts, tokens=40, stop=False):
+def _run(root, method, budget, forwards, prompts, tokens=40, stop=False, timed=True, benchmark="humaneval"):
     """`prompts` answers of `tokens` distinct tokens, each in `forwards` forwards (the last token of each a bonus);
-    `stop`: runs stopped at their first loop (stop_at_loop)."""
-    config = f"{method}-{budget}" + ("-loopstop" if stop else "")
-    folder = root / "m" / "humaneval" / method / config
+    `stop`: runs stopped at their first loop (stop_at_loop); `timed`: against AR beside it (AR 0.1 s a token)."""
+    config = ("" if benchmark == "humaneval" else f"{benchmark}-") + f"{method}-{budget}" + "-loopstop" * stop
+    folder = root / "m" / benchmark / method / config
     per = tokens // forwards
     origins = (["drafted"] * (per - 1) + ["bonus"]) * forwards
     for i in range(prompts):
         answer = list(range(100 + i, 100 + i + tokens))
         OutputsFile(folder / "outputs.jsonl").append(str(i), config, "p", answer, [str(t) for t in answer], origins)
-        ResultsFile(folder / "results.csv").append({
-            "model": "m", "benchmark": "humaneval", "method": method, "budget": budget, "prompt_id": str(i),
+        clock = {"speedup_source": "interleaved", "ar_wall_s": tokens * 0.1, "speedup": tokens / forwards}
+        ResultsFile(folder / "results.csv").append({**(clock if timed else {}),
+            "model": "m", "benchmark": benchmark, "method": method, "budget": budget, "prompt_id": str(i),
             "new_tokens": tokens, "steps": forwards, "tau": tokens / forwards, "wall_s": forwards * 0.1,
             "tokens_per_s": 1.0, "lossless": True, "equality": "exact", "config_hash": config,
-            "speedup_source": "interleaved", "ar_wall_s": tokens * 0.1, "speedup": tokens / forwards,
             "timed_at": "2026-12-06T10:00:00+0000", "device_name": "cpu", "threads": 1, "dtype": "float32",
             "model_fingerprint": "abcdef0123", "prompts_fingerprint": "p", "max_new_tokens": 512,
             "benchmark.paper_max_new_tokens": 512, "stop_at_loop": stop})
@@ -80,9 +80,10 @@ def test_the_page_says_what_it_read_what_it_ran_on_and_what_is_missing(tmp_path)
     assert "Measured: 2026-12-06 on: cpu with 1 thread; float32; models m (abcdef01). Rows read: 8" in text
     assert "Not run yet (no production drafter's rows): m on mbpp, classeval, gsm8k, mt_bench." in text
     assert "Not timed yet: m on mbpp, classeval, gsm8k, mt_bench." in text  # the clock says what it lacks too
+    assert "Timed in part" not in text
     assert "PLD (the research drafter" in text and "not counted in the tallies" in text
-    assert "- GOOSE B=60: interval above 0 / below 0, per production drafter: vllm-ngram ahead in 1, behind in 0 of 1" \
-        in text
+    assert "- GOOSE B=60 (n 4 a cell): interval above 0 / below 0, per production drafter: vllm-ngram ahead in 1, " \
+        "behind in 0 of 1" in text
     assert text == write(load_rows(root), tmp_path / "again")[0].read_text()  # the same bytes from the same rows
     assert "Every timed configuration's speedup is at most its tau, up to the clock's own noise (2 configurations, " \
         "8 rows; noise unmeasured" in text
@@ -139,3 +140,49 @@ def test_the_clock_times_stopped_runs_against_stopped_runs_only(tmp_path):
     clock = t.loc[(CLOCK_STOPPED, "vllm-ngram")]
     assert clock.n == 4 and clock["goose speedup"] == pytest.approx(5.0) and clock["peer speedup"] == pytest.approx(2.0)
     assert (CLOCK, "vllm-ngram") not in t.index
+
+
+def test_the_whole_answer_clock_says_what_timing_it_costs(tmp_path):
+    """Whole answers not timed yet: the page says what timing them costs, from the rows' own clocks (each prompt: its
+    untimed answer's core seconds plus AR's at the stopped clock's AR seconds per token), over the stopped clock's n."""
+    root = tmp_path / "r"
+    for method, forwards in (("goose", 10), ("vllm-ngram", 20)):
+        _run(root, method, "60", forwards, 4, stop=True)  # timed, stopped: AR 0.1 s a token, n = 4
+        _run(root, method, "60", forwards, 5, timed=False)  # whole, untimed
+    rows = load_rows(root)
+    whole = ~rows.config_hash.str.endswith("loopstop")
+    rows.loc[whole, "wall_s"] = 896.0  # + 40 tokens x 0.1 s of AR: 900 s a prompt, 4 prompts, 2 configurations
+    text = write(rows, tmp_path / "out")[0].read_text()
+    assert "Timing the 2 whole-answer configurations not timed yet on 4 prompts each costs about 2.0 core-hours" \
+        in text.split("## Clock\n")[1]
+    goose = whole & rows.method.eq("goose")  # GOOSE's whole answers timed now: vllm-ngram's are left
+    rows.loc[goose, ["speedup", "ar_wall_s"]] = 4.0
+    rows.loc[goose, "speedup_source"] = "interleaved"
+    assert "Timing the 1 whole-answer configuration not timed yet on 4 prompts each costs about 1.0 core-hours" \
+        in write(rows, tmp_path / "again")[0].read_text()
+
+
+def test_at_budget_auto_a_peer_is_read_at_budget_auto_where_it_ran_so(tmp_path):
+    """GOOSE B=auto against a peer's own budget=auto runs (pruned as GOOSE's are), not its fixed default, even where
+    the fixed one has more prompts; a peer with no auto runs is read at its fixed configuration; the table says
+    which."""
+    root = tmp_path / "r"
+    _run(root, "goose", "auto", 10, 4)  # tau 4
+    _run(root, "vllm-ngram", "fixed", 20, 6)  # tau 2, more prompts
+    _run(root, "vllm-ngram", "auto", 8, 4)  # tau 5
+    _run(root, "llamacpp-ngram-mod", "fixed", 40, 4)  # tau 1, no auto run
+    t = production_peers(load_rows(root)).set_index(["reading", "peer"])
+    vllm, mod = t.loc[(WHOLE, "vllm-ngram")], t.loc[(WHOLE, "llamacpp-ngram-mod")]
+    assert (vllm["peer budget"], vllm["peer tau"], vllm.n) == ("auto", 5.0, 4)
+    assert (mod["peer budget"], mod["peer tau"]) == ("fixed", 1.0)
+
+
+def test_the_clock_says_which_cells_it_has_timed_in_part(tmp_path):
+    root = tmp_path / "r"
+    for method, forwards in (("goose", 10), ("vllm-ngram", 20), ("llamacpp-ngram-mod", 30)):
+        _run(root, method, "60", forwards, 4)
+    for method, forwards in (("goose", 10), ("vllm-ngram", 20)):  # mbpp: the third drafter not timed yet
+        _run(root, method, "60", forwards, 4, benchmark="mbpp")
+    text = write(load_rows(root), tmp_path / "out")[0].read_text()
+    assert "Not timed yet: m on classeval, gsm8k, mt_bench. Timed in part (configurations timed, of the most any " \
+        "cell has): m on mbpp (2 of 3)." in text

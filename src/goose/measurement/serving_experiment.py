@@ -73,7 +73,8 @@ class Profile:
 METHODS = (("ar", ("method=ar",)), ("pld", ("method=pld", "budget=auto")), ("goose", ("method=goose", "budget=auto")),
            # the drafters serving engines ship (#70), at their sources' defaults (a number: their own drafts unpruned)
            ("sglang-ngram", ("method=sglang-ngram", "budget=60")), ("vllm-ngram", ("method=vllm-ngram", "budget=60")),
-           ("llamacpp-ngram-mod", ("method=llamacpp-ngram-mod", "budget=60")))
+           ("llamacpp-ngram-mod", ("method=llamacpp-ngram-mod", "budget=60")),
+           ("llamacpp-ngram-simple", ("method=llamacpp-ngram-simple", "budget=60")))
 PROFILES = {
     # this 2-core CPU: SmolLM2 at 4 rows serves about 40 tokens/s (AR), so 48-token answers saturate near 1 req/s
     "local": Profile("smollm2-135m", "cpu", 4, METHODS, (0.2, 0.5, 1.0, 2.0), 10, 40.0, 48, "humaneval", 10,
