@@ -224,7 +224,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "defaults are about B = 60 already. PLD (the research drafter, as Hugging Face wrote it) and GOOSE-suffix "
              "(GOOSE whose spine is SuffixDecoding's best path) are shown beside them and not counted in the "
              "tallies. At B=auto a peer is read at its own budget=auto runs (pruned as GOOSE's are) where it has "
-             "them, else at its defaults (column peer budget).", "",
+             "them, else at its defaults (column peer budget: auto, or fixed for its defaults).", "",
              "llama.cpp's two draft only after a long exact match (12 tokens for ngram-simple, 24 for ngram-mod), "
              "so on these answers they often draft nothing (peer tau near 1), and GOOSE's gain over them is close to "
              "its gain over AR. The scorecard beside claim 5 (claims.md) leaves out prompts on which neither side "
@@ -246,10 +246,11 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
             lines += [cost, ""] if cost else []
             if reading == CLOCK_STOPPED:
                 lines += ["A stopped answer ends just after its first repeated 32 tokens, past the loop-free "
-                          "window's end, so its tau and speedup run above the window's; the check above reads each "
-                          "run against its own tau.", ""]
+                          "window's end, so its tau is above the window's; the check above reads each run's speedup "
+                          "against that run's own tau.", ""]
         for budget in sorted(set(part["goose budget"])):
-            n = part.n[part["goose budget"] == budget]
+            n = part.n[(part["goose budget"] == budget) & part.peer.isin([*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET])]
+            n = n if len(n) else part.n[part["goose budget"] == budget]  # the tallies' cells (PLD's are beside)
             lines.append(f"- GOOSE B={budget} (n {n.min()}" + (f"-{n.max()}" if n.max() != n.min() else "") +
                          f" a cell): interval above 0 / below 0, per production drafter: {_tally(part, budget)}.")
         lines += ["", part.to_markdown(index=False), ""]

@@ -186,3 +186,13 @@ def test_the_clock_says_which_cells_it_has_timed_in_part(tmp_path):
     text = write(load_rows(root), tmp_path / "out")[0].read_text()
     assert "Not timed yet: m on classeval, gsm8k, mt_bench. Timed in part (configurations timed, of the most any " \
         "cell has): m on mbpp (2 of 3)." in text
+
+
+def test_a_tally_states_the_n_of_its_own_cells(tmp_path):
+    """PLD is shown beside the production drafters, not tallied: its larger n is not the tally's."""
+    root = tmp_path / "r"
+    _run(root, "goose", "60", 10, 6)
+    _run(root, "vllm-ngram", "fixed", 20, 4)
+    _run(root, "pld", "fixed", 20, 6)
+    text = write(load_rows(root), tmp_path / "out")[0].read_text()
+    assert "- GOOSE B=60 (n 4 a cell): interval above 0 / below 0, per production drafter: vllm-ngram ahead" in text
