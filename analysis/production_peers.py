@@ -28,7 +28,8 @@ from goose.storage.metrics import FIXED
 WINDOW, WHOLE, CLOCK = "loop-free window", "whole answer", "clock"
 CLOCK_STOPPED = "clock, answers stopped at their first loop"  # timed runs of stop_at_loop, never beside whole ones
 CLOCKS = (CLOCK_STOPPED, CLOCK)
-PEERS = (*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET, *PRODUCTION_BESIDE)
+TALLIED = (*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET)  # PRODUCTION_BESIDE is shown, not counted
+PEERS = (*TALLIED, *PRODUCTION_BESIDE)
 
 
 def _arrays(g: pd.DataFrame) -> dict:
@@ -47,7 +48,7 @@ def _sides(cell: pd.DataFrame, budget: str, peer: str) -> tuple[pd.DataFrame, pd
     """GOOSE's and the peer's rows on the prompts both ran. At budget=auto the peer's own budget=auto runs (pruned as
     GOOSE's are) where it has them, else its fixed configuration; at a number, that budget or its fixed one."""
     mine = pick(cell, GOOSE, budget)
-    theirs = pick(cell[cell.budget != FIXED], peer, budget) if budget == "auto" else pick(cell, peer, budget)
+    theirs = pick(cell[cell.budget != FIXED] if budget == "auto" else cell, peer, budget)
     if budget == "auto" and theirs.empty:
         theirs = pick(cell, peer, FIXED)
     both = sorted(set(mine.prompt_id) & set(theirs.prompt_id))
@@ -104,7 +105,7 @@ def _tally(t: pd.DataFrame, budget: str) -> str:
     """GOOSE at `budget` against each production drafter: in how many cells the interval lies above / below 0."""
     gain = f"goose vs peer [{CONFIDENCE:.0%} CI]"
     parts = []
-    for peer in (*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET):
+    for peer in TALLIED:
         g = t[(t.peer == peer) & (t["goose budget"] == budget)]
         if g.empty:
             continue
@@ -153,8 +154,7 @@ def _whole_clock_cost(rows: pd.DataFrame, stop: pd.Series) -> str:
     num = lambda s: pd.to_numeric(s, errors="coerce")  # noqa: E731
     stopped, whole = _timed(rows[stop]), rows[~stop]
     key = ["model", "benchmark_name", "method", "budget"]
-    timed = set(map(tuple, _timed(whole)[key].drop_duplicates().to_numpy()))
-    todo = whole[[k not in timed for k in map(tuple, whole[key].to_numpy())]]
+    todo = whole[~whole.set_index(key).index.isin(_timed(whole).set_index(key).index)]
     if stopped.empty or todo.empty:
         return ""
     n = int(stopped.groupby("config_hash").size().max())
@@ -249,8 +249,8 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
                           "window's end, so its tau is above the window's; the check above reads each run's speedup "
                           "against that run's own tau.", ""]
         for budget in sorted(set(part["goose budget"])):
-            n = part.n[(part["goose budget"] == budget) & part.peer.isin([*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET])]
-            n = n if len(n) else part.n[part["goose budget"] == budget]  # the tallies' cells (PLD's are beside)
+            at = part[part["goose budget"] == budget]
+            n = at.n[at.peer.isin(TALLIED)] if at.peer.isin(TALLIED).any() else at.n  # PLD's n is not the tally's
             lines.append(f"- GOOSE B={budget} (n {n.min()}" + (f"-{n.max()}" if n.max() != n.min() else "") +
                          f" a cell): interval above 0 / below 0, per production drafter: {_tally(part, budget)}.")
         lines += ["", part.to_markdown(index=False), ""]
