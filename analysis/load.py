@@ -58,8 +58,12 @@ def read_files(root: str | Path | list) -> pd.DataFrame:
     files = sorted(p for p in Path(root).rglob("results.csv") if "references" not in p.parts)
     if not files:
         if not Path(root).is_dir():
-            raise SystemExit(f"no results folder {root}: give --results the results_dir a sweep wrote (the claims "
-                             "scorecard's: results/claims-local)")
+            near = sorted(str(p) for p in Path(root).parent.glob("*")
+                          if p.is_dir() and next(p.rglob("results.csv"), None))  # the folders a sweep wrote
+            raise SystemExit(f"no results folder {root}: give --results the results_dir a sweep wrote ("
+                             + (f"beside it: {', '.join(near)}" if near else "make reproduce-claims PROFILE=local "
+                                "writes results/claims-local, make reproduce-production-peers "
+                                "results/production-peers-local") + ")")
         raise SystemExit(f"no results.csv under {root}: run a sweep into it first (results_dir={root})")
     frames = []
     for f in files:

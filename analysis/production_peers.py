@@ -25,7 +25,7 @@ from goose.analysis.selection import pick
 from goose.analysis.writers import ran_on
 from goose.storage.metrics import FIXED
 
-WINDOW, WHOLE, CLOCK = "loop-free window", "whole answer", "clock"
+WINDOW, WHOLE, CLOCK = "loop-free window", "whole answer", "clock, whole answers"
 CLOCK_STOPPED = "clock, answers stopped at their first loop"  # timed runs of stop_at_loop, never beside whole ones
 CLOCKS = (CLOCK_STOPPED, CLOCK)
 TALLIED = (*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET)  # PRODUCTION_BESIDE is shown, not counted
@@ -101,18 +101,59 @@ def production_peers(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _counts(g: pd.DataFrame) -> tuple[int, int, int]:
+    """In how many of `g`'s cells GOOSE's interval lies above 0, below 0, and of how many."""
+    gain = f"goose vs peer [{CONFIDENCE:.0%} CI]"
+    low = g[gain].str.extract(r"\[([-+0-9.]+),")[0].astype(float)
+    high = g[gain].str.extract(r", ([-+0-9.]+)\]")[0].astype(float)
+    return int((low > 0).sum()), int((high < 0).sum()), len(g)
+
+
 def _tally(t: pd.DataFrame, budget: str) -> str:
     """GOOSE at `budget` against each production drafter: in how many cells the interval lies above / below 0."""
-    gain = f"goose vs peer [{CONFIDENCE:.0%} CI]"
     parts = []
     for peer in TALLIED:
         g = t[(t.peer == peer) & (t["goose budget"] == budget)]
-        if g.empty:
-            continue
-        low = g[gain].str.extract(r"\[([-+0-9.]+),")[0].astype(float)
-        high = g[gain].str.extract(r", ([-+0-9.]+)\]")[0].astype(float)
-        parts.append(f"{peer} ahead in {int((low > 0).sum())}, behind in {int((high < 0).sum())} of {len(g)}")
+        if not g.empty:
+            ahead, behind, of = _counts(g)
+            parts.append(f"{peer} ahead in {ahead}, behind in {behind} of {of}")
     return "; ".join(parts) if parts else "no production drafter ran beside it"
+
+
+SHORT = {WINDOW: "window, tau", WHOLE: "whole, tau", CLOCK_STOPPED: "stopped, clock", CLOCK: "whole, clock"}
+
+
+def _in_short(t: pd.DataFrame) -> list[str]:
+    """The answer first: per reading and GOOSE budget, ahead / behind / cells against each production drafter (a
+    table), and one sentence per budget naming where GOOSE is behind (or that it is behind nowhere)."""
+    tallied = t[t.peer.isin(TALLIED)]
+    if tallied.empty:
+        return []
+    table, behind = [], {}
+    for reading in (WINDOW, WHOLE, *CLOCKS):
+        for budget in sorted(set(tallied["goose budget"][tallied.reading == reading])):
+            row = {"reading": SHORT[reading], "GOOSE B": budget}
+            for peer in TALLIED:
+                g = tallied[(tallied.reading == reading) & (tallied["goose budget"] == budget) & (tallied.peer == peer)]
+                if not g.empty:
+                    ahead, lost, of = _counts(g)
+                    row[peer] = f"{ahead} / {lost} of {of}"
+                    if lost:
+                        behind.setdefault(budget, {}).setdefault(reading, []).append(f"{peer} in {lost} of {of}")
+            table.append(row)
+    said = []
+    for budget in sorted(set(tallied["goose budget"])):
+        where = behind.get(budget, {})
+        said.append(f"GOOSE B={budget} is behind " + ("; ".join(f"{', '.join(p)} cells ({SHORT[r]})"
+                                                               for r, p in where.items()) if where else
+                                                     "no production drafter in any cell of any reading") + ".")
+    return ["## In short", "",
+            "Cells (model x benchmark) where GOOSE's paired interval lies above 0 / below 0, of the cells read, "
+            "against each production drafter; window: the loop-free window, whole: the whole answer, stopped: "
+            "answers stopped at their first loop (the sections below give each cell):", "",
+            pd.DataFrame(table).fillna("").to_markdown(index=False), "", " ".join(said) + " Tau compares the drafts "
+            "alone; the clock is this CPU's, where verifying many nodes costs more than one. budget=auto is GOOSE's "
+            "default (`python run.py method=goose`).", ""]
 
 
 def _lacking(rows: pd.DataFrame, models: list[str]) -> str:
@@ -207,6 +248,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              f"{ran_on(rows)}. Rows read: {len(rows)}, lossless {int(rows.lossless.astype(bool).sum())}/{len(rows)}. "
              "Regenerate: `make reproduce-production-peers` (it resumes; the rows of the claims sweep's "
              "claims-local-loopfree-production and claims-local-production are read beside it).", "",
+             *_in_short(t), "## How it is read", "",
              "Every drafter drafts and is verified by the same engine (docs/baselines.md says what each is and what "
              "differs from its engine's own integration), so tau compares drafts alone. GOOSE's gain over a peer is "
              f"tau (or speedup) over the prompts both ran, with its paired {CONFIDENCE:.0%} BCa bootstrap interval "

@@ -73,12 +73,26 @@ def save_figure(fig, out: Path, name: str) -> list[Path]:
 
 
 def ran_on(rows: pd.DataFrame) -> str:
-    """What rows were measured on, from the rows alone: "Measured: <days> on: <devices, threads>; <dtypes>; models
-    <name (fingerprint)>"."""
+    """What rows were measured on, from the rows alone: "Measured: <days> on: <devices, threads>; <dtypes>; torch
+    <versions>; models <name (fingerprint)>; <k> code fingerprints"."""
     days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
     when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
     devices = ", ".join(sorted({f"{d} with {t} thread{'' if str(t) == '1' else 's'}" if str(t) else str(d)
                                 for d, t in zip(rows.device_name, rows.threads)}))
     models = ", ".join(f"{m} ({fp[:8]})" for m, fp in sorted(set(zip(rows.model, rows.model_fingerprint))))
     dtypes = ", ".join(sorted(set(rows.dtype.astype(str))))
-    return f"Measured: {when} on: {devices}; {dtypes}; models {models}"
+    torch = sorted({str(v) for v in rows.get("torch", pd.Series(dtype=str)).dropna() if str(v)})
+    said = f"Measured: {when} on: {devices}; {dtypes}" + (f"; torch {', '.join(torch)}" if torch else "")
+    return said + f"; models {models}" + _code(rows)
+
+
+def _code(rows: pd.DataFrame) -> str:
+    """How many versions of its drafting code each method's rows come from (column code_fingerprint)."""
+    code = rows.get("code_fingerprint", pd.Series("", index=rows.index)).fillna("").astype(str)
+    if not code.ne("").any():
+        return ""
+    per = code[code.ne("")].groupby(rows.method[code.ne("")]).nunique()
+    k = f"{per.min()}" if per.min() == per.max() else f"{per.min()} to {per.max()}"
+    blank = int(code.eq("").sum())
+    return (f"; drafting code: {k} version{'' if k == '1' else 's'} a method (column code_fingerprint"
+            + (f"; {blank} rows predate it)" if blank else ")"))

@@ -3,15 +3,18 @@ drafter a serving engine ships, per reading (loop-free window, whole answer, the
 the page from the same rows."""
 
 import io
+import re
 import subprocess
 import tarfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from goose.analysis.artifacts import make
 from goose.analysis.load import load_rows
 from goose.analysis.production_peers import CLOCK, CLOCK_STOPPED, WHOLE, WINDOW, production_peers, write
+from goose.analysis.writers import ran_on
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 
@@ -154,7 +157,7 @@ def test_the_whole_answer_clock_says_what_timing_it_costs(tmp_path):
     rows.loc[whole, "wall_s"] = 896.0  # + 40 tokens x 0.1 s of AR: 900 s a prompt, 4 prompts, 2 configurations
     text = write(rows, tmp_path / "out")[0].read_text()
     assert "Timing the 2 whole-answer configurations not timed yet on 4 prompts each costs about 2.0 core-hours" \
-        in text.split("## Clock\n")[1]
+        in text.split("## Clock, whole answers\n")[1]
     goose = whole & rows.method.eq("goose")  # GOOSE's whole answers timed now: vllm-ngram's are left
     rows.loc[goose, ["speedup", "ar_wall_s"]] = 4.0
     rows.loc[goose, "speedup_source"] = "interleaved"
@@ -196,3 +199,32 @@ def test_a_tally_states_the_n_of_its_own_cells(tmp_path):
     _run(root, "pld", "fixed", 20, 6)
     text = write(load_rows(root), tmp_path / "out")[0].read_text()
     assert "- GOOSE B=60 (n 4 a cell): interval above 0 / below 0, per production drafter: vllm-ngram ahead" in text
+
+
+def test_the_page_opens_with_the_answer_per_reading_and_where_goose_is_behind(tmp_path):
+    """In short: ahead / behind / cells against each production drafter per reading and budget, then a sentence
+    per budget naming where GOOSE is behind, or that it is behind nowhere."""
+    root = tmp_path / "r"
+    _run(root, "goose", "60", 10, 4)  # tau 4
+    _run(root, "goose", "auto", 10, 4)  # tau 4
+    _run(root, "vllm-ngram", "fixed", 20, 4)  # tau 2: GOOSE ahead at both budgets
+    _run(root, "sglang-ngram", "fixed", 5, 4)  # tau 8: GOOSE behind at both budgets
+    _run(root, "sglang-ngram", "auto", 20, 4)  # tau 2: at budget=auto the peer's own auto runs, GOOSE ahead
+    text = write(load_rows(root), tmp_path / "out")[0].read_text()
+    short = text.split("## In short\n")[1].split("\n## ")[0]
+    rows = re.sub(" +", " ", short)  # the table's padding is to_markdown's
+    assert "| reading | GOOSE B | sglang-ngram | vllm-ngram |" in rows
+    assert "| whole, tau | 60 | 0 / 1 of 1 | 1 / 0 of 1 |" in rows and "| whole, tau | auto | 1 / 0 of 1 |" in rows
+    assert "GOOSE B=60 is behind sglang-ngram in 1 of 1 cells (window, tau); sglang-ngram in 1 of 1 cells (whole, " \
+        "tau); sglang-ngram in 1 of 1 cells (whole, clock)." in short
+    assert "GOOSE B=auto is behind no production drafter in any cell of any reading." in short
+
+
+def test_what_rows_ran_on_names_torch_and_the_versions_of_drafting_code():
+    rows = pd.DataFrame({"timed_at": ["2026-12-06T10:00"] * 3, "device_name": ["cpu"] * 3, "threads": [1] * 3,
+                         "dtype": ["float32"] * 3, "model": ["m"] * 3, "model_fingerprint": ["abcdef0123"] * 3,
+                         "torch": ["2.13.0+cpu"] * 3, "method": ["goose", "goose", "pld"],
+                         "code_fingerprint": ["c1", "c2", ""]})
+    assert ran_on(rows) == ("Measured: 2026-12-06 on: cpu with 1 thread; float32; torch 2.13.0+cpu; models m "
+                            "(abcdef01); drafting code: 2 versions a method (column code_fingerprint; 1 rows "
+                            "predate it)")
