@@ -30,30 +30,33 @@ CLOCK_STOPPED = "clock, answers stopped at their first loop"  # timed runs of st
 CLOCKS = (CLOCK_STOPPED, CLOCK)
 TALLIED = (*PRODUCTION_PEERS, *PRODUCTION_EQUAL_BUDGET)  # PRODUCTION_BESIDE is shown, not counted
 PEERS = (*TALLIED, *PRODUCTION_BESIDE)
+GAIN, LOW, HIGH = f"goose vs peer [{CONFIDENCE:.0%} CI]", "gain low %", "gain high %"  # LOW, HIGH: the CSV's
+SHORT = {WINDOW: "window (tau)", WHOLE: "whole answer (tau)", CLOCK_STOPPED: "clock, cut at the first loop",
+         CLOCK: "clock, whole answer"}  # the In short table's labels
 
 
 def _arrays(g: pd.DataFrame) -> dict:
     return {c: g[c].to_numpy(dtype=float) if c in g else np.full(len(g), np.nan) for c in COLUMNS}
 
 
-def _gain(stat, a: pd.DataFrame, b: pd.DataFrame) -> str:
+def _gain(stat, a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """GOOSE's gain over the peer, as the page prints it and as numbers (percent; NaN where n is too small for an
+    interval), so that tallies count from the numbers, not from rounded text."""
     est, low, high = interval(ratio(stat), [_arrays(a), _arrays(b)], paired=True)
     pct = lambda v: (v - 1) * 100  # noqa: E731
-    if not np.isfinite(low):
-        return f"{pct(est):+.1f}% (no interval: n = {len(a)})"
-    return f"{pct(est):+.1f}% [{pct(low):+.1f}, {pct(high):+.1f}]"
+    said = (f"{pct(est):+.1f}% (no interval: n = {len(a)})" if not np.isfinite(low) else
+            f"{pct(est):+.1f}% [{pct(low):+.1f}, {pct(high):+.1f}]")
+    bound = lambda v: round(pct(v), 4) if np.isfinite(v) else np.nan  # noqa: E731
+    return {GAIN: said, LOW: bound(low), HIGH: bound(high)}
 
 
-def _sides(cell: pd.DataFrame, budget: str, peer: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """GOOSE's and the peer's rows on the prompts both ran. At budget=auto the peer's own budget=auto runs (pruned as
-    GOOSE's are) where it has them, else its fixed configuration; at a number, that budget or its fixed one."""
-    mine = pick(cell, GOOSE, budget)
-    theirs = pick(cell[cell.budget != FIXED] if budget == "auto" else cell, peer, budget)
-    if budget == "auto" and theirs.empty:
-        theirs = pick(cell, peer, FIXED)
-    both = sorted(set(mine.prompt_id) & set(theirs.prompt_id))
-    return (mine[mine.prompt_id.isin(both)].sort_values("prompt_id"),
-            theirs[theirs.prompt_id.isin(both)].sort_values("prompt_id"))
+def _peer_sides(cell: pd.DataFrame, budget: str, peer: str) -> list[pd.DataFrame]:
+    """The peer's configurations GOOSE at `budget` is read against: at a number, that budget or the peer's defaults
+    (budget fixed); at budget=auto, both its own budget=auto runs (pruned as GOOSE's are) and its defaults, each
+    where it ran (a practitioner switches from the defaults; the auto runs price the drafts as GOOSE's are)."""
+    if budget != "auto":
+        return [pick(cell, peer, budget)]
+    return [pick(cell[cell.budget != FIXED], peer, "auto"), pick(cell[cell.budget == FIXED], peer, FIXED)]
 
 
 def _timed(rows: pd.DataFrame) -> pd.DataFrame:
@@ -62,21 +65,28 @@ def _timed(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _compare(reading: str, source: pd.DataFrame) -> list[dict]:
     out, clock = [], reading in CLOCKS
+    stat, what = (speedup, "speedup") if clock else (tau, "tau")
+    value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if clock else (lambda g: g.new_tokens.sum() / g.steps.sum())
     for (model, bench), cell in source.groupby(["model", "benchmark_name"], sort=True):
-        for budget in sorted(set(cell.budget[cell.method == GOOSE])):
+        cell = _timed(cell) if clock else cell
+        for budget in _budgets(cell.budget[cell.method == GOOSE]):
+            mine = pick(cell, GOOSE, budget)
             for peer in PEERS:
-                a, b = _sides(_timed(cell) if clock else cell, budget, peer)
-                if a.empty:
-                    continue
-                stat = speedup if clock else tau
-                value = (lambda g: g.ar_wall_s.sum() / g.wall_s.sum()) if clock else \
-                    (lambda g: g.new_tokens.sum() / g.steps.sum())
-                what = "speedup" if clock else "tau"
-                out.append({"reading": reading, "model": model, "benchmark": bench, "goose budget": budget,
-                            "peer": peer, "peer budget": b.budget.iloc[0], "n": len(a),
-                            f"goose {what}": round(value(a), 3), f"peer {what}": round(value(b), 3),
-                            f"goose vs peer [{CONFIDENCE:.0%} CI]": _gain(stat, a, b)})
+                for theirs in _peer_sides(cell, budget, peer):
+                    both = sorted(set(mine.prompt_id) & set(theirs.prompt_id))
+                    if not both:
+                        continue
+                    a, b = (g[g.prompt_id.isin(both)].sort_values("prompt_id") for g in (mine, theirs))
+                    out.append({"reading": reading, "model": model, "benchmark": bench, "goose budget": budget,
+                                "peer": peer, "peer budget": b.budget.iloc[0], "n": len(a),
+                                f"goose {what}": round(value(a), 3), f"peer {what}": round(value(b), 3),
+                                **_gain(stat, a, b)})
     return out
+
+
+def _budgets(values) -> list[str]:
+    """Budgets in reading order: numbers ascending, then auto."""
+    return sorted(set(values), key=lambda b: (not str(b).isdigit(), int(b) if str(b).isdigit() else 0, str(b)))
 
 
 def production_peers(df: pd.DataFrame) -> pd.DataFrame:
@@ -101,59 +111,70 @@ def production_peers(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _counts(g: pd.DataFrame) -> tuple[int, int, int]:
-    """In how many of `g`'s cells GOOSE's interval lies above 0, below 0, and of how many."""
-    gain = f"goose vs peer [{CONFIDENCE:.0%} CI]"
-    low = g[gain].str.extract(r"\[([-+0-9.]+),")[0].astype(float)
-    high = g[gain].str.extract(r", ([-+0-9.]+)\]")[0].astype(float)
-    return int((low > 0).sum()), int((high < 0).sum()), len(g)
+def _side(peer_budget: str) -> str:
+    """Which side of a peer a row reads: its own budget=auto runs, or its defaults (fixed; the -budget peers at
+    GOOSE's B)."""
+    return "their auto" if peer_budget == "auto" else "defaults"
 
 
-def _tally(t: pd.DataFrame, budget: str) -> str:
-    """GOOSE at `budget` against each production drafter: in how many cells the interval lies above / below 0."""
-    parts = []
-    for peer in TALLIED:
-        g = t[(t.peer == peer) & (t["goose budget"] == budget)]
-        if not g.empty:
-            ahead, behind, of = _counts(g)
-            parts.append(f"{peer} ahead in {ahead}, behind in {behind} of {of}")
-    return "; ".join(parts) if parts else "no production drafter ran beside it"
+def _counts(g: pd.DataFrame) -> tuple[int, int, int, int]:
+    """Of `g`'s cells: where GOOSE's interval lies above 0, below 0, how many have an interval, how many not."""
+    has = g[LOW].notna()
+    return int((g[LOW] > 0).sum()), int((g[HIGH] < 0).sum()), int(has.sum()), int((~has).sum())
 
 
-SHORT = {WINDOW: "window, tau", WHOLE: "whole, tau", CLOCK_STOPPED: "stopped, clock", CLOCK: "whole, clock"}
+def _of(ahead: int, behind: int, of: int, without: int, words: bool = False) -> str:
+    more = f" (+{without} without an interval)" if without else ""
+    return (f"ahead in {ahead}, behind in {behind} of {of}{more}" if words else f"{ahead} / {behind} of {of}{more}")
+
+
+def _groups(t: pd.DataFrame):
+    """(reading, GOOSE budget, peer side, rows): the tallied peers' rows, in reading order."""
+    tallied = t[t.peer.isin(TALLIED)]
+    for reading in (WINDOW, WHOLE, *CLOCKS):
+        here = tallied[tallied.reading == reading]
+        for budget in _budgets(here["goose budget"]):
+            at = here[here["goose budget"] == budget]
+            for side in ("defaults", "their auto"):
+                g = at[at["peer budget"].map(_side) == side]
+                if not g.empty:
+                    yield reading, budget, side, g
+
+
+def _tally(g: pd.DataFrame) -> str:
+    """GOOSE against each production drafter in `g` (one reading, budget and side): cells above / below 0."""
+    return "; ".join(f"{peer} " + _of(*_counts(g[g.peer == peer]), words=True)
+                     for peer in TALLIED if (g.peer == peer).any())
 
 
 def _in_short(t: pd.DataFrame) -> list[str]:
-    """The answer first: per reading and GOOSE budget, ahead / behind / cells against each production drafter (a
-    table), and one sentence per budget naming where GOOSE is behind (or that it is behind nowhere)."""
-    tallied = t[t.peer.isin(TALLIED)]
-    if tallied.empty:
-        return []
+    """The answer first: per reading, GOOSE budget and peer side, cells ahead / behind against each production
+    drafter (a table), and one sentence per budget naming where GOOSE is behind, or that it is behind nowhere."""
     table, behind = [], {}
-    for reading in (WINDOW, WHOLE, *CLOCKS):
-        for budget in sorted(set(tallied["goose budget"][tallied.reading == reading])):
-            row = {"reading": SHORT[reading], "GOOSE B": budget}
-            for peer in TALLIED:
-                g = tallied[(tallied.reading == reading) & (tallied["goose budget"] == budget) & (tallied.peer == peer)]
-                if not g.empty:
-                    ahead, lost, of = _counts(g)
-                    row[peer] = f"{ahead} / {lost} of {of}"
-                    if lost:
-                        behind.setdefault(budget, {}).setdefault(reading, []).append(f"{peer} in {lost} of {of}")
-            table.append(row)
-    said = []
-    for budget in sorted(set(tallied["goose budget"])):
-        where = behind.get(budget, {})
-        said.append(f"GOOSE B={budget} is behind " + ("; ".join(f"{', '.join(p)} cells ({SHORT[r]})"
-                                                               for r, p in where.items()) if where else
-                                                     "no production drafter in any cell of any reading") + ".")
+    for reading, budget, side, g in _groups(t):
+        row = {"reading": SHORT[reading], "GOOSE B": budget, "peers at": side}
+        for peer in TALLIED:
+            ahead, lost, of, without = _counts(g[g.peer == peer])
+            row[peer] = _of(ahead, lost, of, without) if of + without else "not run"
+            if lost:
+                at = "at B" if peer in PRODUCTION_EQUAL_BUDGET else side
+                behind.setdefault(budget, []).append(f"{peer} ({at}) in {lost} of {of} cells ({SHORT[reading]})")
+        table.append(row)
+    if not table:
+        return ["## In short", "", "No production drafter ran on the prompts GOOSE ran: nothing to tally.", ""]
+    said = [f"GOOSE B={budget}'s interval lies below 0 against " + ("; ".join(behind[budget]) if budget in behind else
+                                                                   "no production drafter in any cell, in any reading")
+            + "." for budget in _budgets(t["goose budget"][t.peer.isin(TALLIED)])]
     return ["## In short", "",
-            "Cells (model x benchmark) where GOOSE's paired interval lies above 0 / below 0, of the cells read, "
-            "against each production drafter; window: the loop-free window, whole: the whole answer, stopped: "
-            "answers stopped at their first loop (the sections below give each cell):", "",
-            pd.DataFrame(table).fillna("").to_markdown(index=False), "", " ".join(said) + " Tau compares the drafts "
-            "alone; the clock is this CPU's, where verifying many nodes costs more than one. budget=auto is GOOSE's "
-            "default (`python run.py method=goose`).", ""]
+            "tau: tokens per forward of the model (verified drafts; 1 is AR). A cell is one model on one benchmark; in "
+            f"each, GOOSE's gain over a peer has a paired {CONFIDENCE:.0%} interval over prompts. Counted: cells whose "
+            "interval lies above 0 / below 0, of the cells read. Readings: the loop-free window (each answer up to "
+            "its first repeated 32 tokens), the whole answer (the paper's protocol), and the clock on this CPU "
+            "against AR (answers cut at their first loop, or whole). Peers at their defaults as their engines ship "
+            "them (the -budget columns: at GOOSE's B), or at their own budget=auto (drafts pruned as GOOSE's are).",
+            "", pd.DataFrame(table).to_markdown(index=False), "",
+            " ".join(said) + " The clock prices every verified node, which costs more on a CPU than on a GPU. "
+            "budget=auto is GOOSE's default (`python run.py method=goose`).", ""]
 
 
 def _lacking(rows: pd.DataFrame, models: list[str]) -> str:
@@ -259,14 +280,17 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "this CPU, where verifying many nodes costs more than one (a GPU prices them closer); "
              "the rows do not record what else ran on the machine, so read it as a CPU reading and tau as the "
              "comparison.", "",
-             "Each production drafter runs at its source's defaults: SGLang drafts a tree of 12 nodes, vLLM a chain "
-             "of 5 tokens, llama.cpp's ngram-simple 48 and ngram-mod up to 64. So the first two are also run at "
+             "Each production drafter runs at its source's defaults: SGLang drafts a tree of 12 nodes; vLLM a chain "
+             "of up to 5 tokens after a 5-token match (vLLM has no default num_speculative_tokens: 5 is its n-gram "
+             "example's, which also sets prompt_lookup_max 4; docs/baselines.md); llama.cpp's ngram-simple up to 48 "
+             "tokens and ngram-mod up to 64. So the first two are also run at "
              "GOOSE's budget (**sglang-ngram-budget**: a tree of B nodes; **vllm-ngram-budget**: a chain of B - 1 "
              "tokens, which holds the default chain as its prefix, so its tau is the chain's best); llama.cpp's "
              "defaults are about B = 60 already. PLD (the research drafter, as Hugging Face wrote it) and GOOSE-suffix "
              "(GOOSE whose spine is SuffixDecoding's best path) are shown beside them and not counted in the "
-             "tallies. At B=auto a peer is read at its own budget=auto runs (pruned as GOOSE's are) where it has "
-             "them, else at its defaults (column peer budget: auto, or fixed for its defaults).", "",
+             "tallies. At B=auto GOOSE is read against each peer at its defaults (what a practitioner would switch "
+             "from) and, where it ran them, at its own budget=auto runs (drafts pruned as GOOSE's are); the column "
+             "peer budget says which (fixed: its defaults).", "",
              "llama.cpp's two draft only after a long exact match (12 tokens for ngram-simple, 24 for ngram-mod), "
              "so on these answers they often draft nothing (peer tau near 1), and GOOSE's gain over them is close to "
              "its gain over AR. The scorecard beside claim 5 (claims.md) leaves out prompts on which neither side "
@@ -274,7 +298,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              _missing(rows), ""]
     stop = stopped_at_loop(rows)
     for reading in (WINDOW, WHOLE, *CLOCKS):
-        part = t[t.reading == reading].drop(columns="reading").dropna(axis=1, how="all")
+        part = t[t.reading == reading]
         lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
         cost = _whole_clock_cost(rows, stop) if reading == CLOCK else ""
         if part.empty:
@@ -290,12 +314,12 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
                 lines += ["A stopped answer ends just after its first repeated 32 tokens, past the loop-free "
                           "window's end, so its tau is above the window's; the check above reads each run's speedup "
                           "against that run's own tau.", ""]
-        for budget in sorted(set(part["goose budget"])):
-            at = part[part["goose budget"] == budget]
-            n = at.n[at.peer.isin(TALLIED)] if at.peer.isin(TALLIED).any() else at.n  # PLD's n is not the tally's
-            lines.append(f"- GOOSE B={budget} (n {n.min()}" + (f"-{n.max()}" if n.max() != n.min() else "") +
-                         f" a cell): interval above 0 / below 0, per production drafter: {_tally(part, budget)}.")
-        lines += ["", part.to_markdown(index=False), ""]
+        for _, budget, side, g in _groups(part):  # PLD's n is not the tally's: not in g
+            lines.append(f"- GOOSE B={budget} against peers at {side} (n {g.n.min()}" +
+                         (f"-{g.n.max()}" if g.n.max() != g.n.min() else "") +
+                         f" a cell): interval above 0 / below 0, per production drafter: {_tally(g)}.")
+        shown = part.drop(columns=["reading", LOW, HIGH]).dropna(axis=1, how="all")
+        lines += ["", shown.to_markdown(index=False), ""]
     return "\n".join(lines)
 
 

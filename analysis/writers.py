@@ -74,8 +74,8 @@ def save_figure(fig, out: Path, name: str) -> list[Path]:
 
 def ran_on(rows: pd.DataFrame) -> str:
     """What rows were measured on, from the rows alone: "Measured: <days> on: <devices, threads>; <dtypes>; torch
-    <versions>; models <name (fingerprint)>; <k> code fingerprints"."""
-    days = sorted({str(t)[:10] for t in rows.timed_at if str(t)})
+    <versions>; models <name (fingerprint)>; drafting code: <versions a method>"."""
+    days = sorted({str(t)[:10] for t in rows.timed_at if pd.notna(t) and str(t)})
     when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown date"
     devices = ", ".join(sorted({f"{d} with {t} thread{'' if str(t) == '1' else 's'}" if str(t) else str(d)
                                 for d, t in zip(rows.device_name, rows.threads)}))
@@ -87,12 +87,14 @@ def ran_on(rows: pd.DataFrame) -> str:
 
 
 def _code(rows: pd.DataFrame) -> str:
-    """How many versions of its drafting code each method's rows come from (column code_fingerprint)."""
+    """How many versions of its drafting code each method's rows come from (column code_fingerprint): the methods
+    with more than one named."""
     code = rows.get("code_fingerprint", pd.Series("", index=rows.index)).fillna("").astype(str)
-    if not code.ne("").any():
+    known = code.ne("")
+    if not known.any():
         return ""
-    per = code[code.ne("")].groupby(rows.method[code.ne("")]).nunique()
-    k = f"{per.min()}" if per.min() == per.max() else f"{per.min()} to {per.max()}"
-    blank = int(code.eq("").sum())
-    return (f"; drafting code: {k} version{'' if k == '1' else 's'} a method (column code_fingerprint"
+    per = code[known].groupby(rows.method[known]).nunique()
+    more = ", ".join(f"{m} ({k})" for m, k in per[per > 1].items())
+    blank = int((~known).sum())
+    return (f"; drafting code: one version a method{', except ' + more if more else ''} (column code_fingerprint"
             + (f"; {blank} rows predate it)" if blank else ")"))

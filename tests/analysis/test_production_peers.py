@@ -85,7 +85,8 @@ def test_the_page_says_what_it_read_what_it_ran_on_and_what_is_missing(tmp_path)
     assert "Not timed yet: m on mbpp, classeval, gsm8k, mt_bench." in text  # the clock says what it lacks too
     assert "Timed in part" not in text
     assert "PLD (the research drafter" in text and "not counted in the tallies" in text
-    assert "- GOOSE B=60 (n 4 a cell): interval above 0 / below 0, per production drafter: vllm-ngram ahead in 1, " \
+    assert "- GOOSE B=60 against peers at defaults (n 4 a cell): interval above 0 / below 0, per production drafter: " \
+        "vllm-ngram ahead in 1, " \
         "behind in 0 of 1" in text
     assert text == write(load_rows(root), tmp_path / "again")[0].read_text()  # the same bytes from the same rows
     assert "Every timed configuration's speedup is at most its tau, up to the clock's own noise (2 configurations, " \
@@ -165,19 +166,25 @@ def test_the_whole_answer_clock_says_what_timing_it_costs(tmp_path):
         in write(rows, tmp_path / "again")[0].read_text()
 
 
-def test_at_budget_auto_a_peer_is_read_at_budget_auto_where_it_ran_so(tmp_path):
-    """GOOSE B=auto against a peer's own budget=auto runs (pruned as GOOSE's are), not its fixed default, even where
-    the fixed one has more prompts; a peer with no auto runs is read at its fixed configuration; the table says
-    which."""
+def test_at_budget_auto_a_peer_is_read_at_its_defaults_and_at_its_own_budget_auto(tmp_path):
+    """GOOSE B=auto against each peer at its defaults (what a practitioner switches from) and, where it ran them, at
+    its own budget=auto runs (pruned as GOOSE's are); the table says which, and the tallies count them apart."""
     root = tmp_path / "r"
     _run(root, "goose", "auto", 10, 4)  # tau 4
     _run(root, "vllm-ngram", "fixed", 20, 6)  # tau 2, more prompts
-    _run(root, "vllm-ngram", "auto", 8, 4)  # tau 5
+    _run(root, "vllm-ngram", "auto", 5, 4)  # tau 8
     _run(root, "llamacpp-ngram-mod", "fixed", 40, 4)  # tau 1, no auto run
-    t = production_peers(load_rows(root)).set_index(["reading", "peer"])
-    vllm, mod = t.loc[(WHOLE, "vllm-ngram")], t.loc[(WHOLE, "llamacpp-ngram-mod")]
-    assert (vllm["peer budget"], vllm["peer tau"], vllm.n) == ("auto", 5.0, 4)
-    assert (mod["peer budget"], mod["peer tau"]) == ("fixed", 1.0)
+    rows = load_rows(root)
+    t = production_peers(rows).set_index(["reading", "peer", "peer budget"])
+    assert (t.loc[(WHOLE, "vllm-ngram", "auto")][["peer tau", "n"]] == [8.0, 4]).all()
+    assert (t.loc[(WHOLE, "vllm-ngram", "fixed")][["peer tau", "n"]] == [2.0, 4]).all()
+    assert t.loc[(WHOLE, "llamacpp-ngram-mod", "fixed")]["peer tau"] == 1.0
+    assert (WHOLE, "llamacpp-ngram-mod", "auto") not in t.index
+    text = write(rows, tmp_path / "out")[0].read_text()
+    assert "- GOOSE B=auto against peers at defaults (n 4 a cell): interval above 0 / below 0, per production " \
+        "drafter: vllm-ngram ahead in 1, behind in 0 of 1; llamacpp-ngram-mod ahead in 1, behind in 0 of 1." in text
+    assert "- GOOSE B=auto against peers at their auto (n 4 a cell): interval above 0 / below 0, per production " \
+        "drafter: vllm-ngram ahead in 0, behind in 1 of 1." in text
 
 
 def test_the_clock_says_which_cells_it_has_timed_in_part(tmp_path):
@@ -198,7 +205,8 @@ def test_a_tally_states_the_n_of_its_own_cells(tmp_path):
     _run(root, "vllm-ngram", "fixed", 20, 4)
     _run(root, "pld", "fixed", 20, 6)
     text = write(load_rows(root), tmp_path / "out")[0].read_text()
-    assert "- GOOSE B=60 (n 4 a cell): interval above 0 / below 0, per production drafter: vllm-ngram ahead" in text
+    assert "- GOOSE B=60 against peers at defaults (n 4 a cell): interval above 0 / below 0, per production " \
+        "drafter: vllm-ngram ahead" in text
 
 
 def test_the_page_opens_with_the_answer_per_reading_and_where_goose_is_behind(tmp_path):
@@ -213,18 +221,34 @@ def test_the_page_opens_with_the_answer_per_reading_and_where_goose_is_behind(tm
     text = write(load_rows(root), tmp_path / "out")[0].read_text()
     short = text.split("## In short\n")[1].split("\n## ")[0]
     rows = re.sub(" +", " ", short)  # the table's padding is to_markdown's
-    assert "| reading | GOOSE B | sglang-ngram | vllm-ngram |" in rows
-    assert "| whole, tau | 60 | 0 / 1 of 1 | 1 / 0 of 1 |" in rows and "| whole, tau | auto | 1 / 0 of 1 |" in rows
-    assert "GOOSE B=60 is behind sglang-ngram in 1 of 1 cells (window, tau); sglang-ngram in 1 of 1 cells (whole, " \
-        "tau); sglang-ngram in 1 of 1 cells (whole, clock)." in short
-    assert "GOOSE B=auto is behind no production drafter in any cell of any reading." in short
+    assert "| reading | GOOSE B | peers at | sglang-ngram | vllm-ngram | llamacpp-ngram-mod |" in rows
+    assert "| whole answer (tau) | 60 | defaults | 0 / 1 of 1 | 1 / 0 of 1 | not run |" in rows
+    assert "| whole answer (tau) | auto | their auto | 1 / 0 of 1 | not run |" in rows
+    assert "GOOSE B=60's interval lies below 0 against sglang-ngram (defaults) in 1 of 1 cells (window (tau)); " \
+        "sglang-ngram (defaults) in 1 of 1 cells (whole answer (tau)); sglang-ngram (defaults) in 1 of 1 cells " \
+        "(clock, whole answer)." in short
+    # against vLLM alone, GOOSE is behind nowhere
+    text = write(load_rows(root).query("method != 'sglang-ngram'"), tmp_path / "again")[0].read_text()
+    assert "GOOSE B=auto's interval lies below 0 against no production drafter in any cell, in any reading." in text
+
+
+def test_a_cell_without_an_interval_is_not_counted_as_read(tmp_path):
+    """n = 1 has no interval: the tally says so instead of counting it among the cells read."""
+    root = tmp_path / "r"
+    _run(root, "goose", "60", 10, 4)
+    _run(root, "vllm-ngram", "fixed", 20, 4)
+    _run(root, "goose", "60", 10, 1, benchmark="mbpp")
+    _run(root, "vllm-ngram", "fixed", 20, 1, benchmark="mbpp")
+    text = write(load_rows(root), tmp_path / "out")[0].read_text()
+    assert "vllm-ngram ahead in 1, behind in 0 of 1 (+1 without an interval)" in text
 
 
 def test_what_rows_ran_on_names_torch_and_the_versions_of_drafting_code():
-    rows = pd.DataFrame({"timed_at": ["2026-12-06T10:00"] * 3, "device_name": ["cpu"] * 3, "threads": [1] * 3,
-                         "dtype": ["float32"] * 3, "model": ["m"] * 3, "model_fingerprint": ["abcdef0123"] * 3,
-                         "torch": ["2.13.0+cpu"] * 3, "method": ["goose", "goose", "pld"],
-                         "code_fingerprint": ["c1", "c2", ""]})
+    rows = pd.DataFrame({"timed_at": ["2026-12-06T10:00"] * 4 + [float("nan")], "device_name": ["cpu"] * 5,
+                         "threads": [1] * 5, "dtype": ["float32"] * 5, "model": ["m"] * 5,
+                         "model_fingerprint": ["abcdef0123"] * 5, "torch": ["2.13.0+cpu"] * 5,
+                         "method": ["goose", "goose", "pld", "pld", "tr"],
+                         "code_fingerprint": ["c1", "c2", "p", "p", ""]})
     assert ran_on(rows) == ("Measured: 2026-12-06 on: cpu with 1 thread; float32; torch 2.13.0+cpu; models m "
-                            "(abcdef01); drafting code: 2 versions a method (column code_fingerprint; 1 rows "
-                            "predate it)")
+                            "(abcdef01); drafting code: one version a method, except goose (2) (column "
+                            "code_fingerprint; 1 rows predate it)")
