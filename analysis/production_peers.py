@@ -173,8 +173,20 @@ def _in_short(t: pd.DataFrame) -> list[str]:
             "against AR (answers cut at their first loop, or whole). Peers at their defaults as their engines ship "
             "them (the -budget columns: at GOOSE's B), or at their own budget=auto (drafts pruned as GOOSE's are).",
             "", pd.DataFrame(table).to_markdown(index=False), "",
-            " ".join(said) + " The clock prices every verified node, which costs more on a CPU than on a GPU. "
-            "budget=auto is GOOSE's default (`python run.py method=goose`).", ""]
+            " ".join(said) + _own_speedups(t) + " The clock prices every verified node, which costs more on a CPU "
+            "than on a GPU. budget=auto is GOOSE's default (`python run.py method=goose`).", ""]
+
+
+def _own_speedups(t: pd.DataFrame) -> str:
+    """GOOSE's own speedup over AR by the clock, per reading and budget, across its cells (one sentence)."""
+    parts = []
+    for reading in CLOCKS:
+        at = t[(t.reading == reading)].drop_duplicates(["model", "benchmark", "goose budget"])
+        for budget in _budgets(at["goose budget"]):
+            v = at["goose speedup"][at["goose budget"] == budget].astype(float)
+            parts.append(f"B={budget} {v.min():.2f}x to {v.max():.2f}x (median {v.median():.2f}x, {len(v)} cells; "
+                         f"{SHORT[reading]})")
+    return (" GOOSE's own speedup over AR by this CPU's clock: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _lacking(rows: pd.DataFrame, models: list[str]) -> str:
@@ -267,8 +279,10 @@ def _above_tau(rows: pd.DataFrame) -> str:
 def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
     lines = ["# GOOSE against the drafters serving engines ship, on one engine", "",
              f"{ran_on(rows)}. Rows read: {len(rows)}, lossless {int(rows.lossless.astype(bool).sum())}/{len(rows)}. "
-             "Regenerate: `make reproduce-production-peers` (it resumes; the rows of the claims sweep's "
-             "claims-local-loopfree-production and claims-local-production are read beside it).", "",
+             "Regenerate: `make reproduce-production-peers` (it resumes the sweeps, then writes this page from "
+             "their rows and the claims sweep's production rows); from the committed rows alone: `python -m "
+             "goose.analysis.reproduce production_peers --results results/production-peers-local "
+             "results/claims-local --out docs/results`.", "",
              *_in_short(t), "## How it is read", "",
              "Every drafter drafts and is verified by the same engine (docs/baselines.md says what each is and what "
              "differs from its engine's own integration), so tau compares drafts alone. GOOSE's gain over a peer is "
@@ -290,7 +304,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "(GOOSE whose spine is SuffixDecoding's best path) are shown beside them and not counted in the "
              "tallies. At B=auto GOOSE is read against each peer at its defaults (what a practitioner would switch "
              "from) and, where it ran them, at its own budget=auto runs (drafts pruned as GOOSE's are); the column "
-             "peer budget says which (fixed: its defaults).", "",
+             "peer budget says which.", "",
              "llama.cpp's two draft only after a long exact match (12 tokens for ngram-simple, 24 for ngram-mod), "
              "so on these answers they often draft nothing (peer tau near 1), and GOOSE's gain over them is close to "
              "its gain over AR. The scorecard beside claim 5 (claims.md) leaves out prompts on which neither side "
@@ -319,6 +333,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
                          (f"-{g.n.max()}" if g.n.max() != g.n.min() else "") +
                          f" a cell): interval above 0 / below 0, per production drafter: {_tally(g)}.")
         shown = part.drop(columns=["reading", LOW, HIGH]).dropna(axis=1, how="all")
+        shown["peer budget"] = shown["peer budget"].replace(FIXED, "defaults")  # the CSV keeps the rows' value
         lines += ["", shown.to_markdown(index=False), ""]
     return "\n".join(lines)
 

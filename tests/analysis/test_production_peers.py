@@ -227,6 +227,8 @@ def test_the_page_opens_with_the_answer_per_reading_and_where_goose_is_behind(tm
     assert "GOOSE B=60's interval lies below 0 against sglang-ngram (defaults) in 1 of 1 cells (window (tau)); " \
         "sglang-ngram (defaults) in 1 of 1 cells (whole answer (tau)); sglang-ngram (defaults) in 1 of 1 cells " \
         "(clock, whole answer)." in short
+    assert "GOOSE's own speedup over AR by this CPU's clock: B=60 4.00x to 4.00x (median 4.00x, 1 cells; clock, " \
+        "whole answer); B=auto 4.00x to 4.00x" in short
     # against vLLM alone, GOOSE is behind nowhere
     text = write(load_rows(root).query("method != 'sglang-ngram'"), tmp_path / "again")[0].read_text()
     assert "GOOSE B=auto's interval lies below 0 against no production drafter in any cell, in any reading." in text
