@@ -237,9 +237,12 @@ def _whole_clock_cost(rows: pd.DataFrame, stop: pd.Series) -> str:
     per = num(todo.wall_s) * num(todo.threads) + num(todo.new_tokens) * todo.model.map(ar)
     configs = per.groupby([todo[k] for k in key]).mean()
     many = "s" * (len(configs) > 1)
+    by_model = configs.groupby(level=0).sum() * n / 3600
+    split = f" ({', '.join(f'{m} {h:.1f}' for m, h in by_model.items())})" if len(by_model) > 1 else ""
     return (f"Timing the {len(configs)} whole-answer configuration{many} not timed yet on {n} prompts each costs about "
-            f"{configs.sum() * n / 3600:.1f} core-hours by the rows' own clocks (each prompt: its untimed answer's "
-            "core seconds, plus AR's beside it at the model's AR seconds per token in the stopped clock rows).")
+            f"{configs.sum() * n / 3600:.1f} core-hours{split} by the rows' own clocks (each prompt: its untimed "
+            "answer's core seconds, plus AR's beside it at the model's AR seconds per token in the stopped clock "
+            "rows).")
 
 
 def _noise(timed: pd.DataFrame) -> tuple[float, int]:

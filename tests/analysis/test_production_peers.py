@@ -164,6 +164,9 @@ def test_the_whole_answer_clock_says_what_timing_it_costs(tmp_path):
     rows.loc[goose, "speedup_source"] = "interleaved"
     assert "Timing the 1 whole-answer configuration not timed yet on 4 prompts each costs about 1.0 core-hours" \
         in write(rows, tmp_path / "again")[0].read_text()
+    rows = pd.concat([rows, rows.assign(model="n", config_hash=rows.config_hash + "n")], ignore_index=True)  # model 2
+    assert "costs about 2.0 core-hours (m 1.0, n 1.0) by the rows' own clocks" in \
+        write(rows, tmp_path / "twice")[0].read_text()
 
 
 def test_at_budget_auto_a_peer_is_read_at_its_defaults_and_at_its_own_budget_auto(tmp_path):
