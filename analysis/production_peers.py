@@ -147,7 +147,7 @@ def _tally(g: pd.DataFrame) -> str:
                      for peer in TALLIED if (g.peer == peer).any())
 
 
-def _in_short(t: pd.DataFrame) -> list[str]:
+def _in_short(t: pd.DataFrame, speedups: str) -> list[str]:
     """The answer first: per reading, GOOSE budget and peer side, cells ahead / behind against each production
     drafter (a table), and one sentence per budget naming where GOOSE is behind, or that it is behind nowhere."""
     table, behind = [], {}
@@ -173,17 +173,19 @@ def _in_short(t: pd.DataFrame) -> list[str]:
             "against AR (answers cut at their first loop, or whole). Peers at their defaults as their engines ship "
             "them (the -budget columns: at GOOSE's B), or at their own budget=auto (drafts pruned as GOOSE's are).",
             "", pd.DataFrame(table).to_markdown(index=False), "",
-            " ".join(said) + _own_speedups(t) + " The clock prices every verified node, which costs more on a CPU "
+            " ".join(said) + speedups + " The clock prices every verified node, which costs more on a CPU "
             "than on a GPU. budget=auto is GOOSE's default (`python run.py method=goose`).", ""]
 
 
-def _own_speedups(t: pd.DataFrame) -> str:
-    """GOOSE's own speedup over AR by the clock, per reading and budget, across its cells (one sentence)."""
+def _own_speedups(rows: pd.DataFrame, stop: pd.Series, readings: set[str]) -> str:
+    """GOOSE's own speedup over AR by the clock, per clock reading the tables hold and budget, across its cells (one
+    sentence): over all of its timed prompts in a cell, not only those a peer shares."""
     parts = []
-    for reading in CLOCKS:
-        at = t[(t.reading == reading)].drop_duplicates(["model", "benchmark", "goose budget"])
-        for budget in _budgets(at["goose budget"]):
-            v = at["goose speedup"][at["goose budget"] == budget].astype(float)
+    for reading, kind in ((CLOCK_STOPPED, rows[stop]), (CLOCK, rows[~stop])):
+        timed = _timed(kind) if reading in readings else kind.iloc[0:0]
+        for budget in _budgets(timed.budget[timed.method == GOOSE]):
+            v = pd.Series([g.ar_wall_s.sum() / g.wall_s.sum() for _, cell in timed.groupby(["model", "benchmark_name"])
+                           if not (g := pick(cell, GOOSE, budget)).empty], dtype=float)
             parts.append(f"B={budget} {v.min():.2f}x to {v.max():.2f}x (median {v.median():.2f}x, {len(v)} cells; "
                          f"{SHORT[reading]})")
     return (" GOOSE's own speedup over AR by this CPU's clock: " + "; ".join(parts) + ".") if parts else ""
@@ -286,7 +288,7 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "their rows and the claims sweep's production rows); from the committed rows alone: `python -m "
              "goose.analysis.reproduce production_peers --results results/production-peers-local "
              "results/claims-local --out docs/results`.", "",
-             *_in_short(t), "## How it is read", "",
+             *_in_short(t, _own_speedups(rows, stopped_at_loop(rows), set(t.reading))), "## How it is read", "",
              "Every drafter drafts and is verified by the same engine (docs/baselines.md says what each is and what "
              "differs from its engine's own integration), so tau compares drafts alone. GOOSE's gain over a peer is "
              f"tau (or speedup) over the prompts both ran, with its paired {CONFIDENCE:.0%} BCa bootstrap interval "
