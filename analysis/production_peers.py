@@ -211,11 +211,14 @@ def _missing(rows: pd.DataFrame) -> str:
 
 
 def _untimed(timed: pd.DataFrame, models: list[str]) -> str:
-    """Which benchmarks the clock has not timed a production drafter on yet, per model (one sentence)."""
-    lacking = _lacking(timed[timed.method.isin(PRODUCTION_PEERS)], models)
+    """Which benchmarks the clock has not timed a production drafter on yet, per model, and which of those it has
+    are timed in part (one sentence): a cell where only GOOSE is timed is not timed yet, not timed in part."""
+    peers = timed[timed.method.isin(PRODUCTION_PEERS)]
+    lacking = _lacking(peers, models)
     said = f"Not timed yet: {lacking}." if lacking else "Timed on all five benchmarks for every model read here."
     configs = timed.groupby(["model", "benchmark_name"]).config_hash.nunique()
-    part = configs[configs < configs.max()] if len(configs) else configs
+    part = configs[(configs < configs.max()) & configs.index.isin(
+        peers.set_index(["model", "benchmark_name"]).index.unique())] if len(configs) else configs
     if len(part):
         said += " Timed in part (configurations timed, of the most any cell has): " + "; ".join(
             f"{m} on {b} ({k} of {configs.max()})" for (m, b), k in part.items()) + "."
@@ -224,16 +227,20 @@ def _untimed(timed: pd.DataFrame, models: list[str]) -> str:
 
 def _whole_clock_cost(rows: pd.DataFrame, stop: pd.Series) -> str:
     """What timing the whole answers not timed yet costs, from the rows' own clocks (one sentence, "" without an
-    estimate): per whole configuration (model x benchmark x method x budget) with no timed row, as many prompts as a
-    stopped configuration was timed on, each costing its untimed answer's core seconds plus AR's beside it (the
-    model's AR core seconds per token in the stopped clock rows times the answer's tokens)."""
+    estimate): per whole configuration (model x benchmark x method x budget) timed on fewer prompts than a stopped
+    configuration was (n; the whole-answer sweep times such a configuration anew, on all n), n prompts, each costing
+    its answer's core seconds plus AR's beside it (the model's AR core seconds per token in the stopped clock rows
+    times the answer's tokens)."""
     num = lambda s: pd.to_numeric(s, errors="coerce")  # noqa: E731
     stopped, whole = _timed(rows[stop]), rows[~stop]
-    key = ["model", "benchmark_name", "method", "budget"]
-    todo = whole[~whole.set_index(key).index.isin(_timed(whole).set_index(key).index)]
-    if stopped.empty or todo.empty:
+    if stopped.empty or whole.empty:
         return ""
+    key = ["model", "benchmark_name", "method", "budget"]
     n = int(stopped.groupby("config_hash").size().max())
+    timed = _timed(whole).groupby(key).prompt_id.nunique()
+    todo = whole[[timed.get(k, 0) < n for k in whole.set_index(key).index]]
+    if todo.empty:
+        return ""
     ar = (num(stopped.ar_wall_s) * num(stopped.threads) / num(stopped.new_tokens).clip(lower=1)).groupby(
         stopped.model).median()
     per = num(todo.wall_s) * num(todo.threads) + num(todo.new_tokens) * todo.model.map(ar)
@@ -241,7 +248,7 @@ def _whole_clock_cost(rows: pd.DataFrame, stop: pd.Series) -> str:
     many = "s" * (len(configs) > 1)
     by_model = configs.groupby(level=0).sum() * n / 3600
     split = f" ({', '.join(f'{m} {h:.1f}' for m, h in by_model.items())})" if len(by_model) > 1 else ""
-    return (f"Timing the {len(configs)} whole-answer configuration{many} not timed yet on {n} prompts each costs about "
+    return (f"Timing the {len(configs)} whole-answer configuration{many} not yet timed on all {n} prompts costs about "
             f"{configs.sum() * n / 3600:.1f} core-hours{split} by the rows' own clocks (each prompt: its untimed "
             "answer's core seconds, plus AR's beside it at the model's AR seconds per token in the stopped clock "
             "rows).")

@@ -157,13 +157,17 @@ def test_the_whole_answer_clock_says_what_timing_it_costs(tmp_path):
     whole = ~rows.config_hash.str.endswith("loopstop")
     rows.loc[whole, "wall_s"] = 896.0  # + 40 tokens x 0.1 s of AR: 900 s a prompt, 4 prompts, 2 configurations
     text = write(rows, tmp_path / "out")[0].read_text()
-    assert "Timing the 2 whole-answer configurations not timed yet on 4 prompts each costs about 2.0 core-hours" \
+    assert "Timing the 2 whole-answer configurations not yet timed on all 4 prompts costs about 2.0 core-hours" \
         in text.split("## Clock, whole answers\n")[1]
     goose = whole & rows.method.eq("goose")  # GOOSE's whole answers timed now: vllm-ngram's are left
     rows.loc[goose, ["speedup", "ar_wall_s"]] = 4.0
     rows.loc[goose, "speedup_source"] = "interleaved"
-    assert "Timing the 1 whole-answer configuration not timed yet on 4 prompts each costs about 1.0 core-hours" \
+    assert "Timing the 1 whole-answer configuration not yet timed on all 4 prompts costs about 1.0 core-hours" \
         in write(rows, tmp_path / "again")[0].read_text()
+    part = rows.copy()  # GOOSE timed on 3 prompts, fewer than the stopped clock's 4: the sweep times it anew
+    part.loc[goose & part.prompt_id.astype(str).isin(["0", "1"]), "speedup"] = float("nan")
+    assert "Timing the 2 whole-answer configurations not yet timed on all 4 prompts costs about 2.0 core-hours" \
+        in write(part, tmp_path / "part")[0].read_text()
     rows = pd.concat([rows, rows.assign(model="n", config_hash=rows.config_hash + "n")], ignore_index=True)  # model 2
     assert "costs about 2.0 core-hours (m 1.0, n 1.0) by the rows' own clocks" in \
         write(rows, tmp_path / "twice")[0].read_text()
@@ -196,6 +200,8 @@ def test_the_clock_says_which_cells_it_has_timed_in_part(tmp_path):
         _run(root, method, "60", forwards, 4)
     for method, forwards in (("goose", 10), ("vllm-ngram", 20)):  # mbpp: the third drafter not timed yet
         _run(root, method, "60", forwards, 4, benchmark="mbpp")
+    _run(root, "goose", "60", 10, 4, benchmark="gsm8k")  # GOOSE alone timed (the claims sweep's clock): not yet
+    _run(root, "vllm-ngram", "fixed", 20, 4, benchmark="gsm8k", timed=False)
     text = write(load_rows(root), tmp_path / "out")[0].read_text()
     assert "Not timed yet: m on classeval, gsm8k, mt_bench. Timed in part (configurations timed, of the most any " \
         "cell has): m on mbpp (2 of 3)." in text
