@@ -289,13 +289,14 @@ def _above_tau(rows: pd.DataFrame) -> str:
 
 
 def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
+    stop = stopped_at_loop(rows)
     lines = ["# GOOSE against the drafters serving engines ship, on one engine", "",
              f"{ran_on(rows)}. Rows read: {len(rows)}, lossless {int(rows.lossless.astype(bool).sum())}/{len(rows)}. "
              "Regenerate: `make reproduce-production-peers` (it resumes the sweeps, then writes this page from "
              "their rows and the claims sweep's production rows); from the committed rows alone: `python -m "
              "goose.analysis.reproduce production_peers --results results/production-peers-local "
              "results/claims-local --out docs/results`.", "",
-             *_in_short(t, _own_speedups(rows, stopped_at_loop(rows), set(t.reading))), "## How it is read", "",
+             *_in_short(t, _own_speedups(rows, stop, set(t.reading))), "## How it is read", "",
              "Every drafter drafts and is verified by the same engine (docs/baselines.md says what each is and what "
              "differs from its engine's own integration), so tau compares drafts alone. GOOSE's gain over a peer is "
              f"tau (or speedup) over the prompts both ran, with its paired {CONFIDENCE:.0%} BCa bootstrap interval "
@@ -322,7 +323,6 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "its gain over AR. The scorecard beside claim 5 (claims.md) leaves out prompts on which neither side "
              "drafted a token, so its n and intervals there can differ slightly from this page's.", "",
              _missing(rows), ""]
-    stop = stopped_at_loop(rows)
     for reading in (WINDOW, WHOLE, *CLOCKS):
         part = t[t.reading == reading]
         lines += [f"## {reading[0].upper()}{reading[1:]}", ""]
