@@ -249,8 +249,8 @@ def _whole_clock_cost(rows: pd.DataFrame, stop: pd.Series) -> str:
     by_model = configs.groupby(level=0).sum() * n / 3600
     split = f" ({', '.join(f'{m} {h:.1f}' for m, h in by_model.items())})" if len(by_model) > 1 else ""
     return (f"Timing the {len(configs)} whole-answer configuration{many} not yet timed on all {n} prompts costs about "
-            f"{configs.sum() * n / 3600:.1f} core-hours{split} by the rows' own clocks (each prompt: its untimed "
-            "answer's core seconds, plus AR's beside it at the model's AR seconds per token in the stopped clock "
+            f"{configs.sum() * n / 3600:.1f} core-hours{split} by the rows' own clocks (each prompt: its answer's "
+            "core seconds, plus AR's beside it at the model's AR seconds per token in the stopped clock "
             "rows).")
 
 

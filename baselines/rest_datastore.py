@@ -22,6 +22,9 @@ from goose.models.loading import model_config, model_folder, tokenizer_fingerpri
 from goose.paths import cache_root
 
 SEP = -1  # between documents: no continuation crosses it
+# How a build went (its seconds): kept apart from meta.json in a hidden file, which a folder's fingerprint skips, so
+# two builds of the same content are one datastore (a run's configuration key covers the datastore's content).
+BUILD = ".build.json"
 
 
 def suffix_array(tokens: np.ndarray) -> np.ndarray:
@@ -57,6 +60,7 @@ class Datastore:
                 f"python -m goose.baselines.rest_datastore build --model MODEL --out {folder}"
             )
         self.folder = folder
+        settle(folder)
         for name in ("tokens.npy", "sa.npy"):
             if not (folder / name).is_file():
                 raise GooseError(f"REST datastore {folder} is incomplete: {folder / name} is missing. Rebuild it: "
@@ -134,6 +138,29 @@ def corpus_texts(corpus: str, max_files: int | None):
             yield p.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
+
+
+def settle(folder: Path) -> None:
+    """Move the build time out of meta.json (into BUILD) in a datastore built before it was kept apart: every build
+    of the same content then has one fingerprint. Where the folder cannot be written, it is left as it is."""
+    meta = folder / "meta.json"
+    try:
+        fields = json.loads(meta.read_text())
+    except (ValueError, OSError):
+        return  # Datastore says what is wrong with it
+    if not isinstance(fields, dict) or "build_s" not in fields:
+        return
+    try:
+        _replace(folder / BUILD, {"build_s": fields.pop("build_s")})
+        _replace(meta, fields)
+    except OSError:
+        pass
+
+
+def _replace(path: Path, fields: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")  # hidden: a fingerprint taken meanwhile skips it
+    tmp.write_text(json.dumps(fields, indent=2))
+    os.replace(tmp, path)
 
 
 def default_folder(model_name: str, corpus: str = "stdlib") -> Path:
@@ -233,12 +260,13 @@ def build(tokenizer, tokenizer_name: str, corpus: str, out: Path, max_files: int
     np.save(out / "tokens.npy", tokens)
     np.save(out / "sa.npy", sa)
     meta = {"corpus": corpus, "tokenizer": tokenizer_name, "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer),
-            "tokens": int(len(tokens)), "documents": docs, "max_tokens": max_tokens,
-            "build_s": round(time.time() - t0, 1)}
+            "tokens": int(len(tokens)), "documents": docs, "max_tokens": max_tokens}
     if corpus == "stdlib":  # its files differ between Python versions
         meta["python"] = sys.version.split()[0]
+    took = {"build_s": round(time.time() - t0, 1)}
+    (out / BUILD).write_text(json.dumps(took))
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
-    return meta
+    return {**meta, **took}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

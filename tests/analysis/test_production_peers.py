@@ -148,7 +148,7 @@ def test_the_clock_times_stopped_runs_against_stopped_runs_only(tmp_path):
 
 def test_the_whole_answer_clock_says_what_timing_it_costs(tmp_path):
     """Whole answers not timed yet: the page says what timing them costs, from the rows' own clocks (each prompt: its
-    untimed answer's core seconds plus AR's at the stopped clock's AR seconds per token), over the stopped clock's n."""
+    answer's core seconds plus AR's at the stopped clock's AR seconds per token), over the stopped clock's n."""
     root = tmp_path / "r"
     for method, forwards in (("goose", 10), ("vllm-ngram", 20)):
         _run(root, method, "60", forwards, 4, stop=True)  # timed, stopped: AR 0.1 s a token, n = 4

@@ -36,6 +36,38 @@ def test_datastore_round_trip_and_retrieval(store):
     assert "corpus" in ds.meta["corpus"] and ds.meta["tokenizer"] == "tiny"
 
 
+def test_two_builds_of_one_corpus_are_one_datastore(tmp_path, monkeypatch):
+    """A run's key covers its datastore's content (data_fingerprint): a rebuild of the same corpus (a fresh machine's
+    first use) keys the same runs, however long it took; a datastore built when meta.json still held the build time
+    is settled on first load (the time kept in .build.json) to the same fingerprint. Before, every rebuild started
+    REST's rows afresh under a new key."""
+    import itertools
+    import json
+    import time
+
+    import goose.baselines.rest_datastore as rest
+    from goose.core.fingerprints import path_fingerprint
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def add(a, b):\n    return a + b\n" * 4)
+    clock = (float(i * i) for i in itertools.count())
+    monkeypatch.setattr(time, "time", lambda: next(clock))  # every build takes longer than the one before
+    first, second = tmp_path / "first", tmp_path / "second"
+    took = [rest.build(byte_tokenizer(), "tiny", str(corpus), out, None, 1000)["build_s"] for out in (first, second)]
+    assert 0 < took[0] < took[1] and path_fingerprint(first) == path_fingerprint(second)
+    assert json.loads((first / rest.BUILD).read_text()) == {"build_s": took[0]}
+    old = tmp_path / "old"  # as builds wrote it before: the time in meta.json
+    rest.build(byte_tokenizer(), "tiny", str(corpus), old, None, 1000)
+    (old / rest.BUILD).unlink()
+    meta = json.loads((old / "meta.json").read_text())
+    (old / "meta.json").write_text(json.dumps({**meta, "build_s": 12.3}, indent=2))
+    assert path_fingerprint(old) != path_fingerprint(first)
+    assert Datastore(old).meta == meta and path_fingerprint(old) == path_fingerprint(first)
+    assert json.loads((old / rest.BUILD).read_text()) == {"build_s": 12.3}
+    assert sorted(p.name for p in old.iterdir()) == [".build.json", "meta.json", "sa.npy", "tokens.npy"]
+
+
 def test_rest_errors(store, tmp_path):
     with pytest.raises(GooseError, match="python -m goose.baselines.rest_datastore build"):
         RestDrafter(datastore=str(tmp_path / "none"))
