@@ -387,6 +387,53 @@ def test_a_folder_written_before_the_change_resumes_with_nothing_to_go(tiny_fold
     assert summary["prompts"] == 3 and summary["lossless"] == 3
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("machine", ["same", "fresh"])
+def test_a_rest_run_keyed_by_its_datastores_build_time_is_re_keyed_and_resumes(tiny_folder, prompt_file, tmp_path,
+                                                                              run_goose, capsys, monkeypatch, machine):
+    """Until 2026-12-07 REST's datastore held its build time in meta.json: the data fingerprint in REST's keys changed
+    with every rebuild, and once a datastore is settled (the time moved into a hidden file) runs keyed before are not
+    resumed. The migrator finds a build time that explains the recorded key and re-keys the folder under today's
+    content; the same command then decodes nothing. `same`: the build the run read, settled since; `fresh`: a
+    rebuild of the same corpus on a fresh machine, whose build time the old one is searched for."""
+    from tiny import byte_tokenizer
+
+    import goose.baselines.rest_datastore as rest
+    from goose.core.fingerprints import digest, path_fingerprint
+    from goose.migration.legacy import read_outputs
+
+    corpus, ds = tmp_path / "corpus", tmp_path / "ds"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f0(x):\n    return x + x + x + 0\n" * 6)
+    rest.build(byte_tokenizer(), "tiny", str(corpus), ds, None, 10_000)
+    (ds / rest.BUILD).unlink()  # as the builds before wrote it: the time in meta.json
+    meta = json.loads((ds / "meta.json").read_text())
+    (ds / "meta.json").write_text(json.dumps({**meta, "build_s": 4321.7}, indent=2))
+    args = ["model=hf", f"model.path={tiny_folder}", "method=rest", f"rest_datastore={ds}", "benchmark=jsonl",
+            f"benchmark.path={prompt_file}", "max_new_tokens=12", "n_prompts=2", "budget=60",
+            f"results_dir={tmp_path / 'r'}"]
+    with monkeypatch.context() as old_code:
+        old_code.setattr(rest, "settle", lambda folder: None)  # the code before: nothing settled
+        first, _ = run_goose(*args)
+    timed = path_fingerprint(ds)
+    if machine == "same":
+        rest.settle(ds)
+    else:
+        shutil.rmtree(ds)
+        rest.build(byte_tokenizer(), "tiny", str(corpus), ds, None, 10_000)
+    assert path_fingerprint(ds) != timed
+    out = migrate(capsys, tmp_path / "r")
+    assert "re-keyed 1 folder(s)" in out, out
+    second, out = run_goose(*args)
+    assert "resuming: 2 row(s) already in" in out and "0 prompt(s) to go" in out, out
+    assert second["config_hash"] != first["config_hash"] and not Path(first["run_dir"]).exists()
+    rows, _ = read_back(Path(second["run_dir"]))
+    records = read_outputs(Path(second["run_dir"]) / "outputs.jsonl")
+    assert len(rows) == 2 and {r["data_fingerprint"] for r in rows} == {digest({"datastore": path_fingerprint(ds)})}
+    assert {o["config_hash"] for o in records} == {second["config_hash"]}
+    assert "nothing to change" in migrate(capsys, tmp_path / "r")  # a second run changes nothing
+
+
 def test_a_legacy_loader_path_is_resolved_quietly(tmp_path, prompt_file, capsys, caplog):
     """Rows of the claims sweep name the loader where it was (goose.benchmark_loaders.*): the migration succeeded
     while Hydra printed "Error getting callable at goose.benchmark_loaders... ModuleNotFoundError ... Are you sure";

@@ -342,8 +342,11 @@ def test_rest_build_and_bench_refuse_unknown_names(tmp_path, capsys):
 def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cost(tiny_folder, prompt_file, tmp_path,
                                                                                    run_goose, monkeypatch, concurrency):
     """budget=auto prunes against this machine's cost (curve; at concurrency > 1 surface): a resume on another
-    machine, thread count or with a re-measured cost would add rows an uninterrupted run does not have, in the
-    same folder. It refuses; with the same cost it resumes as usual."""
+    kind of machine or thread count would add rows an uninterrupted run does not have, in the same folder. It
+    refuses. A fresh machine of the same kind (an empty cache: a SLURM node, a new session) measures a curve of its
+    own that differs by the clock's noise, so the run folder keeps the cost its rows were pruned against, and the
+    resume prunes against that one: before, such a run could never be finished."""
+    import goose.running.decoding
     from goose.errors import GooseError
 
     base = ["model=hf", f"model.path={tiny_folder}", "benchmark=jsonl", f"benchmark.path={prompt_file}",
@@ -351,8 +354,11 @@ def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cos
             f"results_dir={tmp_path / 'r'}", f"concurrency={concurrency}"]
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "a"))
     first, _ = run_goose(*base)
-    csv = Path(first["run_dir"]) / "results.csv"
+    folder = Path(first["run_dir"])
+    csv = folder / "results.csv"
     assert "cost_fingerprint" in csv.read_text().splitlines()[0]
+    pruned = {r["cost_fingerprint"] for r in rows(csv)}
+    assert len(pruned) == 1 and [p.name for p in folder.glob("cost-*.json")] == [f"cost-{min(pruned)}.json"]
 
     def lose_a_row():  # an interrupted run: its last row never written
         csv.write_text("".join(csv.read_text().splitlines(keepends=True)[:-1]))
@@ -361,13 +367,24 @@ def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cos
     again, out = run_goose(*base)  # the same cost (its cache read back): resumed as usual
     assert "1 prompt(s) to go" in out and again["prompts"] == 2
     lose_a_row()
-    shutil.copytree(tmp_path / "a", tmp_path / "b")  # another cost: the cached one with its widest width dearer
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # a re-measured cost: the cached one with its widest width dearer
     for profile in (tmp_path / "b" / "profiles").glob("*.json"):
         cost = json.loads(profile.read_text())
         last = cost["seconds"][-1]
         cost["seconds"][-1] = [x * 3 for x in last] if isinstance(last, list) else last * 3
         profile.write_text(json.dumps(cost))
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
+    again, out = run_goose(*base)  # a fresh machine of the same kind: the folder's cost
+    assert "1 prompt(s) to go" in out and "resumes with the cost its rows were pruned against" in out
+    assert again["prompts"] == 2 and {r["cost_fingerprint"] for r in rows(csv)} == pruned
+    lose_a_row()
+    monkeypatch.setattr(goose.running.decoding, "profile_key", lambda *a: "another kind of machine")
+    with pytest.raises(GooseError, match="pruned against another cost"):
+        run_goose(*base)
+    monkeypatch.undo()
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
+    for kept in folder.glob("cost-*.json"):  # a folder written before run folders kept their cost
+        kept.unlink()
     with pytest.raises(GooseError, match="pruned against another cost"):
         run_goose(*base)
 

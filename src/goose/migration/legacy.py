@@ -15,6 +15,7 @@ from goose.benchmarks.prompts import benchmark_config
 from goose.core.fingerprints import digest
 from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
+from goose.migration.build_time import settled_data_fingerprint
 from goose.paths import CONF
 from goose.running.inputs import benchmark_prompts
 from goose.storage.durable import read_lines
@@ -263,12 +264,19 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
         fps = (str(ident.get("model_fingerprint") or ""), str(ident.get("prompts_fingerprint") or ""),
                str(ident.get("data_fingerprint") or ""))
         batches, unread = _batches(spec, rows)
+        from goose.drafting.contract import data_paths  # start-up time: torch only when migrating
+
+        data = None  # the data fingerprint today, where a build time in meta.json keyed the folder (build_time)
         for batch in batches:
             new = config_hash(spec, ModelIdentity("", fps[0], "", "", ""), fps[1], fps[2], batch)
             if stored == new:
                 if schemas - {ROW_SCHEMA}:
                     raise GooseError(f"its key {stored} is schema 5's but rows say schema {min(schemas)}")
-                return Outcome("current", folder)
+                data = settled_data_fingerprint(fps[2], data_paths(spec.method.config))
+                if data is None:
+                    return Outcome("current", folder)
+                new = config_hash(spec, ModelIdentity("", fps[0], "", "", ""), fps[1], data, batch)
+                break
             if stored == legacy_config_hash(spec, *fps, batch, target=recorded):
                 break
         else:
@@ -277,17 +285,20 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
             raise GooseError(f"its key {stored} is neither schema 4's nor schema 5's for its config.yaml (this code "
                              f"computes {new} for schema 5): written by another version, or config.yaml was edited"
                              f"{unread}")
-        if schemas - {LEGACY_ROW_SCHEMA}:
+        if data is None and schemas - {LEGACY_ROW_SCHEMA}:
             raise GooseError(f"rows of schema {', '.join(map(str, sorted(schemas)))} under a schema-4 key")
     except GooseError as e:
         return Outcome("refused", folder, str(e))
     new_rows = []
     for r in rows:
-        r = rekeyed(r, new)
+        if data is None:
+            r = rekeyed(r, new)
+        else:  # schema 5 already: the key and the data fingerprint change
+            r = {**{k: v for k, v in r.items() if k != "row_check"}, "config_hash": new, "data_fingerprint": data}
         r["row_check"] = row_check(r)
         new_rows.append(r)
     config = {**config, "identity": {**config["identity"], "config_hash": new, "row_schema": ROW_SCHEMA,
-                                     "migrated_from": stored}}
+                                     "migrated_from": stored, **({} if data is None else {"data_fingerprint": data})}}
     pinned = folder.name != spec.folder_name(stored)  # run_dir=...: its name is the user's
     target = folder if pinned else folder.with_name(spec.folder_name(new))
     torn = [n for n in ("results.csv", "outputs.jsonl") if _torn(folder / n)]

@@ -14,6 +14,9 @@ same configuration with this code resumes them:
   record's `config_hash` and `check`, config.yaml's identity, the summaries' `config_hash` and `run_dir`) and put
   in place by one rename; the old folder is removed after. Anything else in it (trace.jsonl, wandb/,
   results.csv.damaged) comes along as it is: W&B's offline files keep the old key in their summary (history).
+- a run folder keyed by a datastore whose meta.json held its build time (REST before 2026-12-07) is re-keyed the
+  same way under the datastore's content today, where a build time explains its recorded key
+  (goose.migration.build_time).
 - AR references and timings (<results_dir>/references/) are keyed by AR's inputs (the model's content, the
   prompt's tokens, the settings that decide AR's tokens), never by the method or the config hash: left as they are.
 

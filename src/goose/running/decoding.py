@@ -18,6 +18,7 @@ the rows it lacks: they are an uninterrupted run's."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from goose.benchmarks.prompts import Prompt
 from goose.core.fingerprints import digest
 from goose.core.identity import ModelIdentity
-from goose.drafting.budget import cost_curve
+from goose.drafting.budget import CostCurve, cost_curve, profile_key, write_profile
 from goose.drafting.contract import Drafter
 from goose.drafting.cost_surface import CostSurface, cost_surface
 from goose.engine.backends import apply_backend
@@ -61,12 +62,52 @@ def load_engine(spec: RunSpec, identity: ModelIdentity) -> tuple[Engine, Any, An
     return engine, model, tok
 
 
-def prepare_single(spec: RunSpec, drafter: Drafter, engine: Engine, tok, identity: ModelIdentity) -> str:
-    """Arm the drafter for one request at a time (its tokenizer; budget=auto: this machine's cost curve, measured
-    or read back from its cache); returns the fingerprint of that curve (blank without budget=auto)."""
-    curve = lambda: cost_curve(engine, identity, spec.torch_device, spec.torch_dtype)  # noqa: E731
+def prepare_single(spec: RunSpec, drafter: Drafter, engine: Engine, tok, identity: ModelIdentity,
+                   kept: CostCurve | None = None) -> CostCurve | None:
+    """Arm the drafter for one request at a time (its tokenizer; budget=auto: `kept`, the curve a resumed run's rows
+    were pruned against, else this machine's cost curve, measured or read back from its cache); returns the curve
+    (None without budget=auto)."""
+    def curve() -> CostCurve:
+        return kept if kept is not None else cost_curve(engine, identity, spec.torch_device, spec.torch_dtype)
+
     prepare_drafter(drafter, spec.budget, tok, spec.model.name, curve)
-    return digest(curve().to_json(), 12) if spec.budget.auto else ""
+    return curve() if spec.budget.auto else None
+
+
+# --- the cost a budget=auto run pruned against, kept in its folder ----------------------------------------------
+COST_FILE = "cost-{}.json"  # its fingerprint (the rows' cost_fingerprint) in the name
+
+
+def keep_cost(run_dir: Path, cost, measured_on: str) -> str:
+    """Keep `cost` (a CostCurve or CostSurface) in the run folder with the machine it was measured on
+    (goose.drafting.budget.profile_key), so that a resume on a fresh machine of the same kind prunes as the run
+    did (its cache measures a curve of its own, which differs by the clock's noise); returns its fingerprint."""
+    fp = digest(cost.to_json(), 12)
+    path = run_dir / COST_FILE.format(fp)
+    if not path.is_file():
+        write_profile(path, json.dumps({"measured_on": measured_on, **json.loads(cost.to_json())}))
+    return fp
+
+
+def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: str, kind):
+    """The cost (of class `kind`) this configuration's rows in `run_dir` were pruned against, where the folder keeps
+    it and it was measured on this kind of machine (`measured_on`); else None (this machine's own is used, and a
+    resume beside rows pruned against another refused: Decoding.check_cost)."""
+    kept = {r.get("cost_fingerprint") for r in rows if r.get("config_hash") == config_hash} - {"", None}
+    if len(kept) != 1:
+        return None
+    fp = kept.pop()
+    path = run_dir / COST_FILE.format(fp)
+    try:
+        where = json.loads(path.read_text()).get("measured_on")
+        cost = kind.load(path)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if where != measured_on or digest(cost.to_json(), 12) != fp:
+        return None
+    print(f"[goose] budget=auto resumes with the cost its rows were pruned against ({fp}, kept in {path.name}, "
+          "measured on this kind of machine), not this machine's own measurement", flush=True)
+    return cost
 
 
 class Decoding:
@@ -89,6 +130,10 @@ class Decoding:
     def prepare(self) -> str:
         """Arm the drafter for this loop; returns the cost fingerprint its rows record."""
         raise NotImplementedError
+
+    def measured_on(self) -> str:
+        """The kind of machine a budget=auto cost is measured on (goose.drafting.budget.profile_key)."""
+        return profile_key(self.engine, self.ident.model, self.spec.torch_device, self.spec.torch_dtype)
 
     def decode(self, prompts: list[Prompt], todo: list[Prompt], done: set[str]) -> None:
         """Decode `todo` (and what they need decoded before them), `log`ging each new turn's row."""
@@ -139,16 +184,20 @@ class Decoding:
         kept = {r.get("cost_fingerprint") for r in self.results.rows() if r.get("config_hash") == mine} - {"", None}
         if kept and kept != {self.cost_fp}:
             raise GooseError(f"{self.run_dir} holds budget=auto rows pruned against another cost (fingerprint "
-                             f"{', '.join(sorted(kept))}; here {self.cost_fp}: another machine, thread count or "
-                             "backend, or a re-measured curve). Resume where they were measured, or give another "
-                             "results_dir (or run_dir) to run afresh here.")
+                             f"{', '.join(sorted(kept))}; here {self.cost_fp}: another kind of machine, thread count "
+                             "or backend, or rows written before a run folder kept its cost). Resume where they were "
+                             "measured, or give another results_dir (or run_dir) to run afresh here.")
 
 
 class SingleDecoding(Decoding):
     """Concurrency 1: one prompt at a time, each turn timed against AR on the same prompt (goose.running.timing)."""
 
     def prepare(self) -> str:
-        return prepare_single(self.spec, self.drafter, self.engine, self.tok, self.ident.model)
+        spec, key = self.spec, self.measured_on()
+        kept = kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash, key, CostCurve) \
+            if spec.budget.auto else None
+        curve = prepare_single(spec, self.drafter, self.engine, self.tok, self.ident.model, kept)
+        return keep_cost(self.run_dir, curve, key) if curve is not None else ""
 
     def decode(self, prompts: list[Prompt], todo: list[Prompt], done: set[str]) -> None:
         """Under memory=run the finished prompts before `todo` are decoded again, untimed, so the drafter reaches
@@ -196,14 +245,16 @@ class SingleDecoding(Decoding):
 
 
 def batch_engine(spec: RunSpec, model, identity: ModelIdentity, drafter: Drafter, tok,
-                 profile: bool) -> tuple[BatchEngine, CostSurface | None]:
+                 profile: bool, kept: CostSurface | None = None) -> tuple[BatchEngine, CostSurface | None]:
     """A batch engine of `spec.concurrency` rows over `model`; budget=auto: the cost surface up to that many requests
     (measured once per machine, then cached) and the drafter armed deferred, so the batch picks every request's
-    width. What a concurrency=N run and goose-serve both stand on."""
+    width (`kept`: the surface a resumed run's rows were pruned against). What a concurrency=N run and goose-serve
+    both stand on."""
     batch = BatchEngine(model, spec.concurrency, profile=profile)
     surface = None
     if spec.budget.auto:
-        surface = cost_surface(batch, identity, spec.torch_device, spec.torch_dtype, spec.concurrency)
+        surface = kept if kept is not None else cost_surface(batch, identity, spec.torch_device, spec.torch_dtype,
+                                                             spec.concurrency)
     prepare_drafter(drafter, spec.budget, tok, spec.model.name, lambda: surface.curve(1), defer=True)
     return batch, surface
 
@@ -220,9 +271,12 @@ class BatchedDecoding(Decoding):
     def prepare(self) -> str:
         """The batch engine over the same model; budget=auto: the cost surface up to N requests, the batch picks
         every request's width from (the drafter is armed deferred)."""
+        key = self.measured_on()
+        kept = kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash, key, CostSurface) \
+            if self.spec.budget.auto else None
         self.batch, self.surface = batch_engine(self.spec, self.engine.model, self.ident.model, self.drafter, self.tok,
-                                                self.spec.profile)
-        return digest(self.surface.to_json(), 12) if self.surface is not None else ""
+                                                self.spec.profile, kept)
+        return keep_cost(self.run_dir, self.surface, key) if self.surface is not None else ""
 
     def reference(self, ids: list[int], room: int) -> tuple[str, dict]:
         """Unbatched AR's tokens for this input: from the store, or decoded alone now (untimed)."""

@@ -1,0 +1,91 @@
+"""Runs keyed by a data folder whose meta.json held its build time: until 2026-12-07 REST's datastore wrote
+`build_s` into meta.json, so the data fingerprint in a run's key changed with every rebuild (every fresh
+machine). A datastore now keeps the time in a hidden file, settled on its first load, so those runs no longer
+resume. `settled_data_fingerprint` finds such a key's data fingerprint today: the folders' content, as they read
+once settled, with some build time written back into meta.json the way the old builds wrote it, equal to the
+recorded one. goose.migration.legacy re-keys the folder under the settled fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from goose.core.fingerprints import digest, file_sha256, path_fingerprint
+
+META, BUILD, FIELD = "meta.json", ".build.json", "build_s"
+SEARCHED = 100_000  # build times 0.0 .. 9999.9 s, at the 0.1 s the old builds rounded to
+
+
+def _meta_text(fields: dict) -> str:
+    return json.dumps(fields, indent=2)  # as the builds and the settle write it
+
+
+def _listing(folder: Path) -> list[list[str]]:
+    """folder_fingerprint's listing (relative path, sha256), hidden entries skipped, in its order."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return [[p.relative_to(folder).as_posix(), file_sha256(p)] for p in files]
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        fields = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _with_time(settled: dict, seconds: float) -> dict:
+    """meta.json as the old builds wrote it: the build time after the counts, before the Python version."""
+    keys = list(settled)
+    at = keys.index("python") if "python" in keys else len(keys)
+    return {**{k: settled[k] for k in keys[:at]}, FIELD: seconds, **{k: settled[k] for k in keys[at:]}}
+
+
+def _candidates(folder: Path):
+    """The build times to try: the one meta.json or the hidden file records first, then every 0.1 s."""
+    for fields in (_read_json(folder / META), _read_json(folder / BUILD)):
+        if isinstance(fields.get(FIELD), (int, float)):
+            yield fields[FIELD]
+    for tenths in range(SEARCHED):
+        yield round(tenths / 10, 1)
+
+
+@lru_cache(maxsize=64)
+def _explain(recorded: str, paths: tuple[tuple[str, str], ...]) -> str | None:
+    settled_fps, timed = {}, []
+    for name, path in paths:
+        folder = Path(path).expanduser()
+        fields = _read_json(folder / META) if folder.is_dir() else {}
+        if not fields:
+            settled_fps[name] = path_fingerprint(folder) if folder.exists() else None
+            continue
+        settled = {k: v for k, v in fields.items() if k != FIELD}
+        listing = _listing(folder)
+        row = next(i for i, (rel, _) in enumerate(listing) if rel == META)
+        listing[row][1] = hashlib.sha256(_meta_text(settled).encode()).hexdigest()
+        settled_fps[name] = digest(listing)
+        timed.append((name, folder, settled, listing, row))
+    if any(fp is None for fp in settled_fps.values()):
+        return None  # a folder is not on this machine: nothing to verify against
+    today = digest(dict(sorted(settled_fps.items())))
+    if today == recorded:
+        return None  # keyed by the settled content already
+    for name, folder, settled, listing, row in timed:  # one folder's build time at a time, the others settled
+        listing = [list(e) for e in listing]
+        for seconds in _candidates(folder):
+            listing[row][1] = hashlib.sha256(_meta_text(_with_time(settled, seconds)).encode()).hexdigest()
+            if digest(dict(sorted({**settled_fps, name: digest(listing)}.items()))) == recorded:
+                return today
+    return None
+
+
+def settled_data_fingerprint(recorded: str, paths: dict[str, str]) -> str | None:
+    """The data fingerprint a run keyed by `recorded` over the folders `paths` (config field -> path) has today,
+    where `recorded` is their settled content with a build time in one meta.json; None where it is not (keyed
+    by today's content already, by other content, or a folder is missing here)."""
+    if not recorded or not paths:
+        return None
+    return _explain(recorded, tuple(sorted((n, str(p)) for n, p in paths.items())))
