@@ -388,14 +388,15 @@ def test_a_folder_written_before_the_change_resumes_with_nothing_to_go(tiny_fold
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("machine", ["same", "fresh"])
+@pytest.mark.parametrize("machine", ["same", "fresh", "other"])
 def test_a_rest_run_keyed_by_its_datastores_build_time_is_re_keyed_and_resumes(tiny_folder, prompt_file, tmp_path,
                                                                               run_goose, capsys, monkeypatch, machine):
     """Until 2026-12-07 REST's datastore held its build time in meta.json: the data fingerprint in REST's keys changed
     with every rebuild, and once a datastore is settled (the time moved into a hidden file) runs keyed before are not
     resumed. The migrator finds a build time that explains the recorded key and re-keys the folder under today's
     content; the same command then decodes nothing. `same`: the build the run read, settled since; `fresh`: a
-    rebuild of the same corpus on a fresh machine, whose build time the old one is searched for."""
+    rebuild of the same corpus on a fresh machine, whose build time the old one is searched for; `other`: a
+    datastore of other content, which explains nothing: the folder is left as it is, and the migrator says why."""
     from tiny import byte_tokenizer
 
     import goose.baselines.rest_datastore as rest
@@ -420,10 +421,16 @@ def test_a_rest_run_keyed_by_its_datastores_build_time_is_re_keyed_and_resumes(t
         rest.settle(ds)
     else:
         shutil.rmtree(ds)
+        if machine == "other":
+            (corpus / "a.py").write_text("def g(y):\n    return y * 2\n" * 6)
         rest.build(byte_tokenizer(), "tiny", str(corpus), ds, None, 10_000)
     assert path_fingerprint(ds) != timed
     out = migrate(capsys, tmp_path / "r")
-    assert "re-keyed 1 folder(s)" in out, out
+    if machine == "other":
+        assert "left" in out and "keyed by other content of its datastore" in out and "nothing to change" in out
+        assert Path(first["run_dir"]).is_dir()
+        return
+    assert "re-keyed 1 folder(s)" in out and "a build time of 4321.7 s in meta.json" in out, out
     second, out = run_goose(*args)
     assert "resuming: 2 row(s) already in" in out and "0 prompt(s) to go" in out, out
     assert second["config_hash"] != first["config_hash"] and not Path(first["run_dir"]).exists()

@@ -379,14 +379,18 @@ def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cos
     assert again["prompts"] == 2 and {r["cost_fingerprint"] for r in rows(csv)} == pruned
     lose_a_row()
     monkeypatch.setattr(goose.running.decoding, "profile_key", lambda *a: "another kind of machine")
-    with pytest.raises(GooseError, match="pruned against another cost"):
+    with pytest.raises(GooseError, match="pruned against another cost .*measured on another kind of machine"):
         run_goose(*base)
     monkeypatch.undo()
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
-    for kept in folder.glob("cost-*.json"):  # a folder written before run folders kept their cost
-        kept.unlink()
-    with pytest.raises(GooseError, match="pruned against another cost"):
+    kept = folder / f"cost-{min(pruned)}.json"
+    kept.write_text(kept.read_text().replace("[", "[0.5, ", 1))
+    with pytest.raises(GooseError, match="does not hold the cost its name says"):
         run_goose(*base)
+    kept.unlink()  # a folder written before run folders kept their cost
+    with pytest.raises(GooseError, match="pruned against another cost .*the folder does not keep it"):
+        run_goose(*base)
+    assert list(folder.glob("cost-*.json")) == []  # a refused run keeps no cost of its own
 
 
 @pytest.mark.parametrize("budget,prunes,says", [

@@ -54,13 +54,16 @@ def _candidates(folder: Path):
 
 
 @lru_cache(maxsize=64)
-def _explain(recorded: str, paths: tuple[tuple[str, str], ...]) -> str | None:
+def _explain(recorded: str, paths: tuple[tuple[str, str], ...]) -> tuple[str | None, str]:
     settled_fps, timed = {}, []
     for name, path in paths:
         folder = Path(path).expanduser()
+        if not folder.exists():
+            return None, (f"its {name} {path} is not on this machine: build it there first (REST: python -m "
+                          "goose.baselines.rest_datastore build), then migrate again; left as it is")
         fields = _read_json(folder / META) if folder.is_dir() else {}
         if not fields:
-            settled_fps[name] = path_fingerprint(folder) if folder.exists() else None
+            settled_fps[name] = path_fingerprint(folder)
             continue
         settled = {k: v for k, v in fields.items() if k != FIELD}
         listing = _listing(folder)
@@ -68,24 +71,25 @@ def _explain(recorded: str, paths: tuple[tuple[str, str], ...]) -> str | None:
         listing[row][1] = hashlib.sha256(_meta_text(settled).encode()).hexdigest()
         settled_fps[name] = digest(listing)
         timed.append((name, folder, settled, listing, row))
-    if any(fp is None for fp in settled_fps.values()):
-        return None  # a folder is not on this machine: nothing to verify against
     today = digest(dict(sorted(settled_fps.items())))
     if today == recorded:
-        return None  # keyed by the settled content already
+        return None, ""  # keyed by the settled content already
     for name, folder, settled, listing, row in timed:  # one folder's build time at a time, the others settled
         listing = [list(e) for e in listing]
         for seconds in _candidates(folder):
             listing[row][1] = hashlib.sha256(_meta_text(_with_time(settled, seconds)).encode()).hexdigest()
             if digest(dict(sorted({**settled_fps, name: digest(listing)}.items()))) == recorded:
-                return today
-    return None
+                return today, (f"its data fingerprint {recorded} is its {name} as on this machine with a build "
+                               f"time of {seconds} s in meta.json; today's is {today}")
+    return None, (f"keyed by other content of its {', '.join(f'{n} ({p})' for n, p in paths)} than this machine's "
+                  f"(no build time up to {SEARCHED / 10:.0f} s explains its data fingerprint {recorded}): it resumes "
+                  "only with that content; left as it is")
 
 
-def settled_data_fingerprint(recorded: str, paths: dict[str, str]) -> str | None:
-    """The data fingerprint a run keyed by `recorded` over the folders `paths` (config field -> path) has today,
-    where `recorded` is their settled content with a build time in one meta.json; None where it is not (keyed
-    by today's content already, by other content, or a folder is missing here)."""
+def settled_data_fingerprint(recorded: str, paths: dict[str, str]) -> tuple[str | None, str]:
+    """(the data fingerprint a run keyed by `recorded` over the folders `paths` (config field -> path) has today,
+    where `recorded` is their settled content with a build time in one meta.json, else None; why, in words: ""
+    where the key is today's already). Unexplained keys cost a search of SEARCHED build times each (seconds)."""
     if not recorded or not paths:
-        return None
+        return None, ""
     return _explain(recorded, tuple(sorted((n, str(p)) for n, p in paths.items())))

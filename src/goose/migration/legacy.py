@@ -50,6 +50,7 @@ class Plan:
     config: dict  # config.yaml re-keyed
     torn: list[str]  # files whose unfinished last line is left out
     finish: bool = False  # the target already holds these rows: an interrupted migration, only the old is removed
+    why: str = ""  # a re-key other than schema 4's, in words (goose.migration.build_time)
 
 
 # --- rebuilding a stored configuration -------------------------------------------------------------------
@@ -266,15 +267,15 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
         batches, unread = _batches(spec, rows)
         from goose.drafting.contract import data_paths  # start-up time: torch only when migrating
 
-        data = None  # the data fingerprint today, where a build time in meta.json keyed the folder (build_time)
+        data, why = None, ""  # the data fingerprint today, where a build time in meta.json keyed the folder
         for batch in batches:
             new = config_hash(spec, ModelIdentity("", fps[0], "", "", ""), fps[1], fps[2], batch)
             if stored == new:
                 if schemas - {ROW_SCHEMA}:
                     raise GooseError(f"its key {stored} is schema 5's but rows say schema {min(schemas)}")
-                data = settled_data_fingerprint(fps[2], data_paths(spec.method.config))
+                data, why = settled_data_fingerprint(fps[2], data_paths(spec.method.config))
                 if data is None:
-                    return Outcome("current", folder)
+                    return Outcome("current", folder, why)
                 new = config_hash(spec, ModelIdentity("", fps[0], "", "", ""), fps[1], data, batch)
                 break
             if stored == legacy_config_hash(spec, *fps, batch, target=recorded):
@@ -303,4 +304,4 @@ def inspect(folder: Path, search_path: tuple[str, ...] = ()) -> Plan | Outcome:
     target = folder if pinned else folder.with_name(spec.folder_name(new))
     torn = [n for n in ("results.csv", "outputs.jsonl") if _torn(folder / n)]
     return Plan(folder, stored, new, target, header or [], new_rows, [_rekey_output(o, new) for o in outputs],
-                config, torn)
+                config, torn, why=why)

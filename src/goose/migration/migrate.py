@@ -92,6 +92,10 @@ def clean(left: Path, dry_run: bool) -> Outcome | None:
     return Outcome("cleaned", left, f"{verb} a half-built re-keyed copy (an interrupted migration)")
 
 
+def _because(plan: Plan) -> str:
+    return f" ({plan.why})" if plan.why else ""
+
+
 def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ...] = ()) -> list[Outcome]:
     """Re-key every schema-4 run folder below `paths` (see the module docstring). One Outcome per folder;
     `dry_run`: what would change, writing nothing (no lock file either)."""
@@ -151,7 +155,7 @@ def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ..
         if dry_run:
             moved = f", renamed to {plan.target.name}" if plan.target != plan.folder else ""
             outcomes.append(Outcome("rekeyed", plan.folder, f"key {plan.old} -> {plan.new}{moved}; "
-                                                            f"{len(plan.rows)} row(s)"))
+                                                            f"{len(plan.rows)} row(s)" + _because(plan)))
             continue
 
         def step(plan=plan):
@@ -162,7 +166,7 @@ def migrate(paths: list[Path], dry_run: bool = False, search_path: tuple[str, ..
                     "refused", plan.folder, "changed while being migrated; run the command again")
             again.finish = plan.finish
             try:
-                return Outcome("rekeyed", plan.folder, execute(again))
+                return Outcome("rekeyed", plan.folder, execute(again) + _because(again))
             except GooseError as e:
                 return Outcome("refused", plan.folder, str(e))
 
@@ -185,8 +189,8 @@ def report(outcomes: list[Outcome], roots: list[Path], dry_run: bool) -> str:
         return str(p)
 
     label = {"rekeyed": "would re-key" if dry_run else "re-keyed", "cleaned": "cleaned", "refused": "refused",
-             "skipped": "skipped"}
-    lines = [f"{label[o.kind]:9} {where(o.folder)}: {o.says}" for o in outcomes if o.kind != "current"]
+             "skipped": "skipped", "current": "left"}
+    lines = [f"{label[o.kind]:9} {where(o.folder)}: {o.says}" for o in outcomes if o.kind != "current" or o.says]
     count = {k: sum(o.kind == k for o in outcomes) for k in ("rekeyed", "current", "refused", "skipped", "cleaned")}
     if any(r.joinpath("references").is_dir() for r in roots):
         lines.append(REFERENCES)

@@ -78,36 +78,46 @@ def prepare_single(spec: RunSpec, drafter: Drafter, engine: Engine, tok, identit
 COST_FILE = "cost-{}.json"  # its fingerprint (the rows' cost_fingerprint) in the name
 
 
-def keep_cost(run_dir: Path, cost, measured_on: str) -> str:
+def keep_cost(run_dir: Path, cost, measured_on: str) -> None:
     """Keep `cost` (a CostCurve or CostSurface) in the run folder with the machine it was measured on
     (goose.drafting.budget.profile_key), so that a resume on a fresh machine of the same kind prunes as the run
-    did (its cache measures a curve of its own, which differs by the clock's noise); returns its fingerprint."""
+    did (its cache measures a curve of its own, which differs by the clock's noise). Called once the run may add
+    rows (Decoding.check_cost): a cost no row is pruned against (a run stopped before its first row) goes."""
     fp = digest(cost.to_json(), 12)
     path = run_dir / COST_FILE.format(fp)
     if not path.is_file():
         write_profile(path, json.dumps({"measured_on": measured_on, **json.loads(cost.to_json())}))
-    return fp
+    for other in run_dir.glob(COST_FILE.format("*")):
+        if other != path:
+            other.unlink(missing_ok=True)
 
 
-def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: str, kind):
-    """The cost (of class `kind`) this configuration's rows in `run_dir` were pruned against, where the folder keeps
-    it and it was measured on this kind of machine (`measured_on`); else None (this machine's own is used, and a
-    resume beside rows pruned against another refused: Decoding.check_cost)."""
+def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: str, kind) -> tuple[Any, str]:
+    """(the cost, of class `kind`, this configuration's rows in `run_dir` were pruned against, where the folder keeps
+    it and it was measured on this kind of machine (`measured_on`), else None; why not, in words, where rows were
+    pruned against one). Without it this machine's own cost is used, and a resume beside rows pruned against
+    another refused (Decoding.check_cost)."""
     kept = {r.get("cost_fingerprint") for r in rows if r.get("config_hash") == config_hash} - {"", None}
     if len(kept) != 1:
-        return None
+        return None, ""
     fp = kept.pop()
     path = run_dir / COST_FILE.format(fp)
+    if not path.is_file():
+        return None, (f"the folder does not keep it ({path.name}: written before 2026-12-07, or removed; a copy of "
+                      "the folder made where it ran has it)")
     try:
         where = json.loads(path.read_text()).get("measured_on")
         cost = kind.load(path)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None
-    if where != measured_on or digest(cost.to_json(), 12) != fp:
-        return None
+        same = digest(cost.to_json(), 12) == fp
+    except Exception:  # noqa: BLE001 - an edited or damaged file, whatever its content breaks
+        same = False
+    if not same:
+        return None, f"{path.name} does not hold the cost its name says (edited or damaged)"
+    if where != measured_on:
+        return None, f"{path.name} was measured on another kind of machine ({where}; this one is {measured_on})"
     print(f"[goose] budget=auto resumes with the cost its rows were pruned against ({fp}, kept in {path.name}, "
-          "measured on this kind of machine), not this machine's own measurement", flush=True)
-    return cost
+          "measured on this kind of machine)", flush=True)
+    return cost, ""
 
 
 class Decoding:
@@ -118,6 +128,7 @@ class Decoding:
         self.spec, self.drafter, self.ident, self.run_dir = spec, drafter, ident, run_dir
         self.results, self.outputs = results, outputs
         self.engine, self.model, self.tok = load_engine(spec, ident.model)
+        self.cost, self.cost_note = None, ""  # budget=auto: what prepare() armed the drafter with; why not the kept
         self.cost_fp = self.prepare()  # budget=auto: the cost its trees are pruned against
         self.stops = stop_ids(self.tok, self.model)
         self.env = environment(spec.torch_device, spec.torch_dtype)
@@ -135,6 +146,20 @@ class Decoding:
         """The kind of machine a budget=auto cost is measured on (goose.drafting.budget.profile_key)."""
         return profile_key(self.engine, self.ident.model, self.spec.torch_device, self.spec.torch_dtype)
 
+    def kept(self, kind):
+        """budget=auto: the cost (CostCurve or CostSurface) the folder's rows were pruned against, where it can be
+        used here (kept_cost), else None."""
+        if not self.spec.budget.auto:
+            return None
+        cost, self.cost_note = kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash,
+                                         self.measured_on(), kind)
+        return cost
+
+    def priced(self, cost) -> str:
+        """Record the cost the drafter was armed with; its fingerprint (blank without budget=auto)."""
+        self.cost = cost
+        return digest(cost.to_json(), 12) if cost is not None else ""
+
     def decode(self, prompts: list[Prompt], todo: list[Prompt], done: set[str]) -> None:
         """Decode `todo` (and what they need decoded before them), `log`ging each new turn's row."""
         raise NotImplementedError
@@ -143,6 +168,8 @@ class Decoding:
         """Decode `todo` (rows appended as they finish); the tracker sees every row and, at the end, the summary."""
         self.check_room(todo)
         self.check_cost()
+        if self.cost is not None:
+            keep_cost(self.run_dir, self.cost, self.measured_on())
         self.tracker, self.logged = open_tracker(self.spec, self.ident.model.label, self.run_dir), []
         try:
             self.decode(prompts, todo, done)
@@ -183,9 +210,9 @@ class Decoding:
         mine = self.ident.config_hash
         kept = {r.get("cost_fingerprint") for r in self.results.rows() if r.get("config_hash") == mine} - {"", None}
         if kept and kept != {self.cost_fp}:
+            why = self.cost_note or "another kind of machine, thread count or backend"
             raise GooseError(f"{self.run_dir} holds budget=auto rows pruned against another cost (fingerprint "
-                             f"{', '.join(sorted(kept))}; here {self.cost_fp}: another kind of machine, thread count "
-                             "or backend, or rows written before a run folder kept its cost). Resume where they were "
+                             f"{', '.join(sorted(kept))}; here {self.cost_fp}): {why}. Resume where they were "
                              "measured, or give another results_dir (or run_dir) to run afresh here.")
 
 
@@ -193,11 +220,8 @@ class SingleDecoding(Decoding):
     """Concurrency 1: one prompt at a time, each turn timed against AR on the same prompt (goose.running.timing)."""
 
     def prepare(self) -> str:
-        spec, key = self.spec, self.measured_on()
-        kept = kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash, key, CostCurve) \
-            if spec.budget.auto else None
-        curve = prepare_single(spec, self.drafter, self.engine, self.tok, self.ident.model, kept)
-        return keep_cost(self.run_dir, curve, key) if curve is not None else ""
+        return self.priced(prepare_single(self.spec, self.drafter, self.engine, self.tok, self.ident.model,
+                                          self.kept(CostCurve)))
 
     def decode(self, prompts: list[Prompt], todo: list[Prompt], done: set[str]) -> None:
         """Under memory=run the finished prompts before `todo` are decoded again, untimed, so the drafter reaches
@@ -271,12 +295,9 @@ class BatchedDecoding(Decoding):
     def prepare(self) -> str:
         """The batch engine over the same model; budget=auto: the cost surface up to N requests, the batch picks
         every request's width from (the drafter is armed deferred)."""
-        key = self.measured_on()
-        kept = kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash, key, CostSurface) \
-            if self.spec.budget.auto else None
         self.batch, self.surface = batch_engine(self.spec, self.engine.model, self.ident.model, self.drafter, self.tok,
-                                                self.spec.profile, kept)
-        return keep_cost(self.run_dir, self.surface, key) if self.surface is not None else ""
+                                                self.spec.profile, self.kept(CostSurface))
+        return self.priced(self.surface)
 
     def reference(self, ids: list[int], room: int) -> tuple[str, dict]:
         """Unbatched AR's tokens for this input: from the store, or decoded alone now (untimed)."""
