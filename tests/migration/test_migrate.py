@@ -401,6 +401,7 @@ def test_a_rest_run_keyed_by_its_datastores_build_time_is_re_keyed_and_resumes(t
 
     import goose.baselines.rest_datastore as rest
     from goose.core.fingerprints import digest, path_fingerprint
+    from goose.errors import GooseError
     from goose.migration.legacy import read_outputs
 
     corpus, ds = tmp_path / "corpus", tmp_path / "ds"
@@ -425,6 +426,9 @@ def test_a_rest_run_keyed_by_its_datastores_build_time_is_re_keyed_and_resumes(t
             (corpus / "a.py").write_text("def g(y):\n    return y * 2\n" * 6)
         rest.build(byte_tokenizer(), "tiny", str(corpus), ds, None, 10_000)
     assert path_fingerprint(ds) != timed
+    if machine == "fresh":  # the folder pinned before the migration: the refusal names the migrator
+        with pytest.raises(GooseError, match="datastore: if it was built before 2026-12-07.*goose.migration.migrate"):
+            run_goose(*args, f"run_dir={first['run_dir']}")
     out = migrate(capsys, tmp_path / "r")
     if machine == "other":
         assert "left" in out and "keyed by other content of its datastore" in out and "nothing to change" in out

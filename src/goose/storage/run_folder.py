@@ -94,12 +94,16 @@ def check_one_configuration(rows: list[dict], run_dir: Path, chash: str) -> None
     other = sorted({r.get("config_hash") for r in rows} - {chash})
     if other:
         old = any(schema_of(r) == LEGACY_ROW_SCHEMA for r in rows)
+        data = not old and any(r.get("data_fingerprint") for r in rows)  # REST's datastore, before its build time left
         raise GooseError(
             f"{run_dir} holds rows of another configuration (config hash {', '.join(map(str, other))}; this one is "
             f"{chash}): a different model, prompts file, datastore or setting. Use a new results_dir (or run_dir), or "
             "delete the folder."
             + (f" Its rows are of row schema {LEGACY_ROW_SCHEMA}, keyed with the drafter's import path: `python -m "
                f"goose.migration.migrate {run_dir}` re-keys them if they are this configuration's." if old else "")
+            + (" Its rows read a datastore: if it was built before 2026-12-07 (its build time then keyed the runs), "
+               f"`python -m goose.migration.migrate {run_dir}` re-keys them where the datastore here is the same "
+               "content." if data else "")
         )
 
 
