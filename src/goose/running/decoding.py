@@ -92,12 +92,17 @@ def keep_cost(run_dir: Path, cost, measured_on: str) -> None:
             other.unlink(missing_ok=True)
 
 
+def pruned_against(rows: list[dict], config_hash: str) -> set[str]:
+    """The cost fingerprints this configuration's rows were pruned against (none without budget=auto)."""
+    return {r.get("cost_fingerprint") for r in rows if r.get("config_hash") == config_hash} - {"", None}
+
+
 def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: str, kind) -> tuple[Any, str]:
     """(the cost, of class `kind`, this configuration's rows in `run_dir` were pruned against, where the folder keeps
     it and it was measured on this kind of machine (`measured_on`), else None; why not, in words, where rows were
     pruned against one). Without it this machine's own cost is used, and a resume beside rows pruned against
     another refused (Decoding.check_cost)."""
-    kept = {r.get("cost_fingerprint") for r in rows if r.get("config_hash") == config_hash} - {"", None}
+    kept = pruned_against(rows, config_hash)
     if len(kept) != 1:
         return None, ""
     fp = kept.pop()
@@ -207,8 +212,7 @@ class Decoding:
     def check_cost(self) -> None:
         """budget=auto's trees depend on the cost they were pruned against (this machine's curve: its threads,
         backend, device): rows kept from another are not what this run would add beside them, so it refuses."""
-        mine = self.ident.config_hash
-        kept = {r.get("cost_fingerprint") for r in self.results.rows() if r.get("config_hash") == mine} - {"", None}
+        kept = pruned_against(self.results.rows(), self.ident.config_hash)
         if kept and kept != {self.cost_fp}:
             why = self.cost_note or "another kind of machine, thread count or backend"
             raise GooseError(f"{self.run_dir} holds budget=auto rows pruned against another cost (fingerprint "
