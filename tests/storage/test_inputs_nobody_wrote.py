@@ -250,6 +250,31 @@ def test_a_short_write_is_undone_and_said_and_the_next_row_is_whole(tmp_path, mo
     assert [(r["prompt_id"], r["tau"]) for r in f.rows()] == [("p0", "1.5"), ("p2", "3.5")] and not f.damaged
 
 
+def test_a_file_replaced_whole_is_the_old_one_or_the_new_one_never_half(tmp_path, monkeypatch):
+    """config.yaml, summaries, a kept budget=auto cost, a reference entry and a rewritten results.csv are replaced
+    whole by one helper (goose.storage.durable.replace_text): a full disk mid-write leaves the old file, no draft,
+    and one line; the draft is hidden while it is written (a leading dot), which folder fingerprints skip."""
+    from goose.storage.durable import replace_text
+
+    path = tmp_path / "summary.json"
+    replace_text(path, "old")
+    seen = []
+    real = os.replace
+
+    def full_after_listing(src, dst):
+        seen.append(sorted(p.name for p in tmp_path.glob("*")))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_after_listing)
+    with pytest.raises(GooseError, match=r"cannot write .*summary.json: the disk is full; nothing partial was kept"):
+        replace_text(path, "new")
+    assert seen == [[f".summary.json.tmp{os.getpid()}", "summary.json"]]
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["summary.json"]
+    monkeypatch.setattr(os, "replace", real)
+    replace_text(path, "new \u2028 ü\n", sync=True)
+    assert path.read_text(encoding="utf-8") == "new \u2028 ü\n" and os.listdir(tmp_path) == ["summary.json"]
+
+
 @pytest.mark.integration
 def test_a_full_disk_stops_the_run_with_one_line_and_it_resumes_once_there_is_room(tiny_folder, tmp_path):
     small = mounted("tmpfs", tmp_path / "small", size="160k")

@@ -379,7 +379,13 @@ def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cos
     assert again["prompts"] == 2 and {r["cost_fingerprint"] for r in rows(csv)} == pruned
     lose_a_row()
     monkeypatch.setattr(goose.running.decoding, "profile_key", lambda *a: "another kind of machine")
-    with pytest.raises(GooseError, match="pruned against another cost .*measured on another kind of machine"):
+
+    def measured(*a, **k):
+        raise AssertionError("a cost measured on a machine that can only refuse")
+
+    for name in ("cost_curve", "cost_surface"):  # its own cost cannot be the kept one: refused before measuring it
+        monkeypatch.setattr(goose.running.decoding, name, measured)
+    with pytest.raises(GooseError, match="pruned against another cost .*here not measured.*measured on another kind"):
         run_goose(*base)
     monkeypatch.undo()
     monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))

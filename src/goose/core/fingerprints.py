@@ -20,10 +20,14 @@ from goose.paths import cache_root
 CHUNK = 8 << 20
 
 
+def digested_bytes(obj) -> bytes:
+    """What `digest` hashes: `obj` as JSON, keys sorted."""
+    return json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False).encode()
+
+
 def digest(obj, length: int = 16) -> str:
     """A short stable hash of any JSON-able value (keys sorted)."""
-    blob = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False).encode()
-    return hashlib.sha256(blob).hexdigest()[:length]
+    return hashlib.sha256(digested_bytes(obj)).hexdigest()[:length]
 
 
 def _stamp(st: os.stat_result) -> list[int]:
@@ -73,12 +77,17 @@ def file_fingerprint(path: str | Path) -> str:
     return file_sha256(path)[:16]
 
 
-def folder_fingerprint(folder: str | Path) -> str:
-    """Every file below `folder` (hidden entries skipped), by relative path and content."""
+def folder_listing(folder: str | Path) -> list[list[str]]:
+    """[relative path, sha256] of every file below `folder` (hidden entries skipped), sorted by path."""
     folder = Path(folder)
     files = sorted(p for p in folder.rglob("*") if p.is_file()
                    and not any(part.startswith(".") for part in p.relative_to(folder).parts))
-    return digest([(p.relative_to(folder).as_posix(), file_sha256(p)) for p in files])
+    return [[p.relative_to(folder).as_posix(), file_sha256(p)] for p in files]
+
+
+def folder_fingerprint(folder: str | Path) -> str:
+    """Every file below `folder`, by relative path and content (`folder_listing`)."""
+    return digest(folder_listing(folder))
 
 
 def path_fingerprint(path: str | Path) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from goose.benchmarks.prompts import Prompt
 from goose.core.fingerprints import digest
 from goose.core.identity import ModelIdentity
-from goose.drafting.budget import CostCurve, cost_curve, profile_key, write_profile
+from goose.drafting.budget import CostCurve, cost_curve, profile_key
 from goose.drafting.contract import Drafter
 from goose.drafting.cost_surface import CostSurface, cost_surface
 from goose.engine.backends import apply_backend
@@ -42,6 +42,7 @@ from goose.running.rows import make_row
 from goose.running.spec import RunSpec
 from goose.running.timing import BatchTimer, Measured, Timer, reference_entry, reference_key
 from goose.running.tracking import open_tracker
+from goose.storage.durable import replace_text
 from goose.storage.metrics import summarize
 from goose.storage.result_files import OutputsFile, ReferenceStore, ResultsFile, TimingStore, token_pieces
 from goose.storage.run_folder import RunIdentity
@@ -86,7 +87,7 @@ def keep_cost(run_dir: Path, cost, measured_on: str) -> None:
     fp = digest(cost.to_json(), 12)
     path = run_dir / COST_FILE.format(fp)
     if not path.is_file():
-        write_profile(path, json.dumps({"measured_on": measured_on, **json.loads(cost.to_json())}))
+        replace_text(path, json.dumps({"measured_on": measured_on, **json.loads(cost.to_json())}))
     for other in run_dir.glob(COST_FILE.format("*")):
         if other != path:
             other.unlink(missing_ok=True)
@@ -97,11 +98,19 @@ def pruned_against(rows: list[dict], config_hash: str) -> set[str]:
     return {r.get("cost_fingerprint") for r in rows if r.get("config_hash") == config_hash} - {"", None}
 
 
+def cost_refusal(run_dir: Path, kept: set[str], here: str, why: str) -> GooseError:
+    """The one line refusing to add budget=auto rows beside rows pruned against another cost."""
+    return GooseError(f"{run_dir} holds budget=auto rows pruned against another cost (fingerprint "
+                      f"{', '.join(sorted(kept))}; here {here}): {why}. Resume where they were measured, or give "
+                      "another results_dir (or run_dir) to run afresh here.")
+
+
 def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: str, kind) -> tuple[Any, str]:
     """(the cost, of class `kind`, this configuration's rows in `run_dir` were pruned against, where the folder keeps
     it and it was measured on this kind of machine (`measured_on`), else None; why not, in words, where rows were
     pruned against one). Without it this machine's own cost is used, and a resume beside rows pruned against
-    another refused (Decoding.check_cost)."""
+    another refused (Decoding.check_cost); kept but measured on another kind of machine, refused here, before this
+    machine's cost is measured."""
     kept = pruned_against(rows, config_hash)
     if len(kept) != 1:
         return None, ""
@@ -118,8 +127,10 @@ def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: st
         same = False
     if not same:
         return None, f"{path.name} does not hold the cost its name says (edited or damaged)"
-    if where != measured_on:
-        return None, f"{path.name} was measured on another kind of machine ({where}; this one is {measured_on})"
+    if where != measured_on:  # this machine's cost is keyed by its own kind: it cannot be this one, so refuse
+        # before measuring it (minutes on a CPU)
+        raise cost_refusal(run_dir, {fp}, "not measured", f"{path.name} was measured on another kind of machine "
+                           f"({where}; this one is {measured_on})")
     print(f"[goose] budget=auto resumes with the cost its rows were pruned against ({fp}, kept in {path.name}, "
           "measured on this kind of machine)", flush=True)
     return cost, ""
@@ -214,10 +225,8 @@ class Decoding:
         backend, device): rows kept from another are not what this run would add beside them, so it refuses."""
         kept = pruned_against(self.results.rows(), self.ident.config_hash)
         if kept and kept != {self.cost_fp}:
-            why = self.cost_note or "another kind of machine, thread count or backend"
-            raise GooseError(f"{self.run_dir} holds budget=auto rows pruned against another cost (fingerprint "
-                             f"{', '.join(sorted(kept))}; here {self.cost_fp}): {why}. Resume where they were "
-                             "measured, or give another results_dir (or run_dir) to run afresh here.")
+            raise cost_refusal(self.run_dir, kept, self.cost_fp,
+                               self.cost_note or "another kind of machine, thread count or backend")
 
 
 class SingleDecoding(Decoding):

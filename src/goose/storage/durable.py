@@ -89,6 +89,23 @@ def append_text(path: Path, text: str, sync: bool = False) -> None:
         os.close(fd)
 
 
+def replace_text(path: Path, text: str, what: str = "write", sync: bool = False) -> None:
+    """Replace `path` whole with `text`: a reader (another run beside this one) sees the old file or the new one,
+    never half of either; a failed write (a full disk) leaves nothing partial and is one GooseError. The draft is
+    hidden (a leading dot), so a fingerprint of the folder taken meanwhile skips it."""
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise write_error(Path(path), e, what) from None
+
+
 def read_lines(path: Path) -> list[str]:
     """A file's complete lines, each with its newline, split at newlines only (a JSON string may hold U+2028);
     undecodable bytes are replaced (the line then fails its check). A last line without its newline (a

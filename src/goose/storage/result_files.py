@@ -11,7 +11,7 @@ from pathlib import Path
 
 from goose.core.fingerprints import digest
 from goose.errors import GooseError
-from goose.storage.durable import append_text, read_lines, repair_tail, writable_dir, write_error
+from goose.storage.durable import append_text, read_lines, repair_tail, replace_text, writable_dir, write_error
 
 
 def row_check(row: dict) -> str:
@@ -215,18 +215,11 @@ class ResultsFile:
 
     def _rewrite(self, header: list[str], rows: list[dict]) -> None:
         """Replace the file whole (a reader sees the old or the new one)."""
-        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-        try:
-            with open(tmp, "w", newline="", encoding="utf-8") as f:
-                w = csv.DictWriter(f, fieldnames=header, restval="")
-                w.writeheader()
-                w.writerows(rows)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise write_error(self.path, e, "rewrite") from None
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=header, restval="")
+        w.writeheader()
+        w.writerows(rows)
+        replace_text(self.path, buf.getvalue(), "rewrite", sync=True)
 
     def _widen(self, header: list[str], extra: list[str]) -> list[str]:
         """Columns a newer version writes are added to the file, blank in the rows written before them
@@ -279,13 +272,7 @@ class ReferenceStore:
     def put(self, key: str, entry: dict) -> None:
         p = self._path(key)
         writable_dir(p.parent)
-        tmp = p.with_suffix(f".tmp{os.getpid()}")
-        try:
-            tmp.write_text(json.dumps(entry))
-            tmp.replace(p)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise write_error(p, e) from None
+        replace_text(p, json.dumps(entry))
 
 
 class TimingStore:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from goose.core.fingerprints import digest, path_fingerprint
 from goose.core.identity import ModelIdentity
 from goose.errors import GooseError
-from goose.storage.durable import write_error
+from goose.storage.durable import replace_text
 from goose.storage.row_schema import ROW_SCHEMA, schema_of
 
 
@@ -118,13 +117,7 @@ def write_config(run_dir: Path, spec, ident: RunIdentity) -> None:
                          "device": str(spec.torch_device),
                          "dtype": str(spec.torch_dtype).replace("torch.", ""), "backend": spec.backend,
                          "row_schema": ROW_SCHEMA}
-    path = run_dir / "config.yaml"
-    try:
-        tmp = path.with_name(f"config.yaml.tmp{os.getpid()}")
-        tmp.write_text(OmegaConf.to_yaml(OmegaConf.create(plain)))
-        tmp.replace(path)
-    except OSError as e:
-        raise write_error(path, e) from None
+    replace_text(run_dir / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(plain)))
 
 
 def remove_empty(run_dir: Path, stop: Path) -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import platform
 from pathlib import Path
 
 import torch
 
 from goose.engine.backends import device_name
-from goose.storage.durable import append_text, write_error
+from goose.storage.durable import append_text, replace_text
 from goose.storage.metrics import FIXED
 from goose.storage.result_files import ResultsFile
 
@@ -45,14 +44,7 @@ def write_summary(run_dir: Path, summary: dict) -> None:
     w.writeheader()
     w.writerow(summary)
     for name, content in (("summary.json", json.dumps(summary, indent=2)), ("summary.csv", buf.getvalue())):
-        path = run_dir / name
-        tmp = path.with_name(f"{name}.tmp{os.getpid()}")
-        try:
-            tmp.write_text(content)
-            tmp.replace(path)
-        except OSError as e:
-            tmp.unlink(missing_ok=True)
-            raise write_error(path, e) from None
+        replace_text(run_dir / name, content)
 
 
 def write_trace(path: Path, prompt_id: str, steps: list[dict]) -> None:
