@@ -275,6 +275,24 @@ def test_a_file_replaced_whole_is_the_old_one_or_the_new_one_never_half(tmp_path
     assert path.read_text(encoding="utf-8") == "new \u2028 ü\n" and os.listdir(tmp_path) == ["summary.json"]
 
 
+def test_a_full_disk_when_the_run_lock_is_written_is_one_line_and_leaves_no_lock_held(tmp_path, monkeypatch):
+    """A fresh clone's trial (2026-12-07): with no byte free, a new configuration's run lock (its PID) could not be
+    written and the run ended in a traceback."""
+    from goose.storage.result_files import RunLock
+
+    real = os.pwrite
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    with pytest.raises(GooseError, match=r"cannot write the run lock .*\.lock: the disk is full"):
+        RunLock(tmp_path / "run").__enter__()
+    monkeypatch.setattr(os, "pwrite", real)
+    with RunLock(tmp_path / "run"):  # nothing holds it: a rerun once there is room takes it
+        assert RunLock.holder(tmp_path / "run") == f"{os.getpid()} on {__import__('socket').gethostname()}"
+
+
 @pytest.mark.integration
 def test_a_full_disk_stops_the_run_with_one_line_and_it_resumes_once_there_is_room(tiny_folder, tmp_path):
     small = mounted("tmpfs", tmp_path / "small", size="160k")

@@ -383,20 +383,29 @@ def test_budget_auto_rows_are_never_added_beside_rows_pruned_against_another_cos
     def measured(*a, **k):
         raise AssertionError("a cost measured on a machine that can only refuse")
 
-    for name in ("cost_curve", "cost_surface"):  # its own cost cannot be the kept one: refused before measuring it
-        monkeypatch.setattr(goose.running.decoding, name, measured)
-    with pytest.raises(GooseError, match="pruned against another cost .*here not measured.*measured on another kind"):
-        run_goose(*base)
-    monkeypatch.undo()
-    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
+    def refused_before_measuring(says):  # on a fresh machine: its cache (b) holds only a cost of its own
+        monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "b"))
+        for name in ("cost_curve", "cost_surface"):  # its own cost cannot be the kept one: refused before measuring
+            monkeypatch.setattr(goose.running.decoding, name, measured)
+        with pytest.raises(GooseError, match=f"pruned against another cost .*here not measured.*{says}"):
+            run_goose(*base)
+        monkeypatch.undo()
+
+    refused_before_measuring("measured on another kind of machine")
     kept = folder / f"cost-{min(pruned)}.json"
-    kept.write_text(kept.read_text().replace("[", "[0.5, ", 1))
-    with pytest.raises(GooseError, match="does not hold the cost its name says"):
-        run_goose(*base)
+    original = kept.read_text()
+    kept.write_text(original.replace("[", "[0.5, ", 1))
+    refused_before_measuring("does not hold the cost its name says .*this machine's cache holds no cost of that")
     kept.unlink()  # a folder written before run folders kept their cost
-    with pytest.raises(GooseError, match="pruned against another cost .*the folder does not keep it"):
-        run_goose(*base)
+    refused_before_measuring("the folder does not keep it .*this machine's cache holds no cost of that")
     assert list(folder.glob("cost-*.json")) == []  # a refused run keeps no cost of its own
+    monkeypatch.setenv("GOOSE_CACHE", str(tmp_path / "a"))  # where it ran: its cache holds the rows' cost
+    for damage in (lambda: kept.write_text(original.replace("[", "[0.5, ", 1)), lambda: kept.unlink()):
+        damage()
+        again, out = run_goose(*base)
+        assert "from this machine's cache" in out and "1 prompt(s) to go" in out and again["prompts"] == 2
+        assert kept.read_text() == original and {r["cost_fingerprint"] for r in rows(csv)} == pruned  # written again
+        lose_a_row()
 
 
 @pytest.mark.parametrize("budget,prunes,says", [

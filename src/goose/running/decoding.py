@@ -18,13 +18,11 @@ the rows it lacks: they are an uninterrupted run's."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from goose.benchmarks.prompts import Prompt
-from goose.core.fingerprints import digest
 from goose.core.identity import ModelIdentity
 from goose.drafting.budget import CostCurve, cost_curve, profile_key
 from goose.drafting.contract import Drafter
@@ -32,17 +30,16 @@ from goose.drafting.cost_surface import CostSurface, cost_surface
 from goose.engine.backends import apply_backend
 from goose.engine.batched import BatchEngine
 from goose.engine.single import Engine
-from goose.errors import GooseError
 from goose.models.loading import load_model, load_tokenizer, stop_ids
 from goose.models.reference import hf_reference
 from goose.running.inputs import Turn, build_input, check_budget, check_chat_template, token_room, turns_of
 from goose.running.loop import generate, loop_stop
+from goose.running.pruning_cost import cost_refusal, fingerprint, keep_cost, kept_cost, pruned_against
 from goose.running.registry import prepare_drafter
 from goose.running.rows import make_row
 from goose.running.spec import RunSpec
 from goose.running.timing import BatchTimer, Measured, Timer, reference_entry, reference_key
 from goose.running.tracking import open_tracker
-from goose.storage.durable import replace_text
 from goose.storage.metrics import summarize
 from goose.storage.result_files import OutputsFile, ReferenceStore, ResultsFile, TimingStore, token_pieces
 from goose.storage.run_folder import RunIdentity
@@ -75,67 +72,6 @@ def prepare_single(spec: RunSpec, drafter: Drafter, engine: Engine, tok, identit
     return curve() if spec.budget.auto else None
 
 
-# --- the cost a budget=auto run pruned against, kept in its folder ----------------------------------------------
-COST_FILE = "cost-{}.json"  # its fingerprint (the rows' cost_fingerprint) in the name
-
-
-def keep_cost(run_dir: Path, cost, measured_on: str) -> None:
-    """Keep `cost` (a CostCurve or CostSurface) in the run folder with the machine it was measured on
-    (goose.drafting.budget.profile_key), so that a resume on a fresh machine of the same kind prunes as the run
-    did (its cache measures a curve of its own, which differs by the clock's noise). Called once the run may add
-    rows (Decoding.check_cost): a cost no row is pruned against (a run stopped before its first row) goes."""
-    fp = digest(cost.to_json(), 12)
-    path = run_dir / COST_FILE.format(fp)
-    if not path.is_file():
-        replace_text(path, json.dumps({"measured_on": measured_on, **json.loads(cost.to_json())}))
-    for other in run_dir.glob(COST_FILE.format("*")):
-        if other != path:
-            other.unlink(missing_ok=True)
-
-
-def pruned_against(rows: list[dict], config_hash: str) -> set[str]:
-    """The cost fingerprints this configuration's rows were pruned against (none without budget=auto)."""
-    return {r.get("cost_fingerprint") for r in rows if r.get("config_hash") == config_hash} - {"", None}
-
-
-def cost_refusal(run_dir: Path, kept: set[str], here: str, why: str) -> GooseError:
-    """The one line refusing to add budget=auto rows beside rows pruned against another cost."""
-    return GooseError(f"{run_dir} holds budget=auto rows pruned against another cost (fingerprint "
-                      f"{', '.join(sorted(kept))}; here {here}): {why}. Resume where they were measured, or give "
-                      "another results_dir (or run_dir) to run afresh here.")
-
-
-def kept_cost(run_dir: Path, rows: list[dict], config_hash: str, measured_on: str, kind) -> tuple[Any, str]:
-    """(the cost, of class `kind`, this configuration's rows in `run_dir` were pruned against, where the folder keeps
-    it and it was measured on this kind of machine (`measured_on`), else None; why not, in words, where rows were
-    pruned against one). Without it this machine's own cost is used, and a resume beside rows pruned against
-    another refused (Decoding.check_cost); kept but measured on another kind of machine, refused here, before this
-    machine's cost is measured."""
-    kept = pruned_against(rows, config_hash)
-    if len(kept) != 1:
-        return None, ""
-    fp = kept.pop()
-    path = run_dir / COST_FILE.format(fp)
-    if not path.is_file():
-        return None, (f"the folder does not keep it ({path.name}: written before 2026-12-07, or removed; a copy of "
-                      "the folder made where it ran has it)")
-    try:
-        where = json.loads(path.read_text()).get("measured_on")
-        cost = kind.load(path)
-        same = digest(cost.to_json(), 12) == fp
-    except Exception:  # noqa: BLE001 - an edited or damaged file, whatever its content breaks
-        same = False
-    if not same:
-        return None, f"{path.name} does not hold the cost its name says (edited or damaged)"
-    if where != measured_on:  # this machine's cost is keyed by its own kind: it cannot be this one, so refuse
-        # before measuring it (minutes on a CPU)
-        raise cost_refusal(run_dir, {fp}, "not measured", f"{path.name} was measured on another kind of machine "
-                           f"({where}; this one is {measured_on})")
-    print(f"[goose] budget=auto resumes with the cost its rows were pruned against ({fp}, kept in {path.name}, "
-          "measured on this kind of machine)", flush=True)
-    return cost, ""
-
-
 class Decoding:
     """One configuration's decode loop over a loaded model: what every turn needs, gathered once."""
 
@@ -144,7 +80,7 @@ class Decoding:
         self.spec, self.drafter, self.ident, self.run_dir = spec, drafter, ident, run_dir
         self.results, self.outputs = results, outputs
         self.engine, self.model, self.tok = load_engine(spec, ident.model)
-        self.cost, self.cost_note = None, ""  # budget=auto: what prepare() armed the drafter with; why not the kept
+        self.cost = None  # budget=auto: what prepare() armed the drafter with
         self.cost_fp = self.prepare()  # budget=auto: the cost its trees are pruned against
         self.stops = stop_ids(self.tok, self.model)
         self.env = environment(spec.torch_device, spec.torch_dtype)
@@ -164,17 +100,15 @@ class Decoding:
 
     def kept(self, kind):
         """budget=auto: the cost (CostCurve or CostSurface) the folder's rows were pruned against, where it can be
-        used here (kept_cost), else None."""
+        had here (goose.running.pruning_cost.kept_cost: refused now where it cannot be), else None."""
         if not self.spec.budget.auto:
             return None
-        cost, self.cost_note = kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash,
-                                         self.measured_on(), kind)
-        return cost
+        return kept_cost(self.run_dir, self.results.rows(), self.ident.config_hash, self.measured_on(), kind)
 
     def priced(self, cost) -> str:
         """Record the cost the drafter was armed with; its fingerprint (blank without budget=auto)."""
         self.cost = cost
-        return digest(cost.to_json(), 12) if cost is not None else ""
+        return fingerprint(cost) if cost is not None else ""
 
     def decode(self, prompts: list[Prompt], todo: list[Prompt], done: set[str]) -> None:
         """Decode `todo` (and what they need decoded before them), `log`ging each new turn's row."""
@@ -225,8 +159,7 @@ class Decoding:
         backend, device): rows kept from another are not what this run would add beside them, so it refuses."""
         kept = pruned_against(self.results.rows(), self.ident.config_hash)
         if kept and kept != {self.cost_fp}:
-            raise cost_refusal(self.run_dir, kept, self.cost_fp,
-                               self.cost_note or "another kind of machine, thread count or backend")
+            raise cost_refusal(self.run_dir, kept, self.cost_fp, "another kind of machine, thread count or backend")
 
 
 class SingleDecoding(Decoding):

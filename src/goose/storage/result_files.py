@@ -344,8 +344,12 @@ class RunLock:
                     time.sleep(0.05)
                 os.close(fd)
                 raise lock_held(self.folder, holder or "unknown") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        except OSError as e:  # a full disk: the lock is dropped with its descriptor; the empty file blocks nobody
+            os.close(fd)
+            raise write_error(path, e, "write the run lock") from None
         self.fd = fd
         return self
 
