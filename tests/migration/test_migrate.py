@@ -478,3 +478,6 @@ def test_a_dry_run_writes_nothing_not_even_a_lock(tmp_path, capsys):
         assert main(["--dry-run", str(tmp_path)]) == 1
         assert "is writing" in capsys.readouterr().out
     assert main([str(tmp_path)]) == 0  # the real run takes its locks, as before
+    (tmp_path / "empty").mkdir()  # a user's trial: a folder with no runs was "0 folder(s) already keyed"
+    assert main(["--dry-run", str(tmp_path / "empty")]) == 0
+    assert "no run folders (a folder holding results.csv) under" in capsys.readouterr().out

@@ -196,7 +196,10 @@ def report(outcomes: list[Outcome], roots: list[Path], dry_run: bool) -> str:
         lines.append(REFERENCES)
     changed = count["rekeyed"] + count["cleaned"]
     verb = "would re-key" if dry_run else "re-keyed"
-    if changed:
+    if not outcomes:
+        lines.append(f"no run folders (a folder holding results.csv) under {', '.join(map(str, roots))}: nothing to "
+                     "migrate; give a results_dir or a run folder")
+    elif changed:
         lines.append(f"{verb} {count['rekeyed']} folder(s); {count['current']} already keyed by row schema 5; "
                      f"{count['refused']} refused; {count['skipped']} skipped"
                      + (f"; {count['cleaned']} leftover(s) of an interrupted migration" if count["cleaned"] else ""))
