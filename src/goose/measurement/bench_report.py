@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 
 from goose.errors import GooseError
+from goose.storage.durable import replace_text
 
 
 def claim(paths: dict[str, str | None]) -> None:
@@ -43,18 +43,10 @@ def claim(paths: dict[str, str | None]) -> None:
 
 
 def write(path: str, data: dict) -> None:
-    """Write `data` as JSON to `path` atomically (a temporary file beside it, renamed over it): a reader sees the
-    whole file or none. NaN and Infinity are refused (ValueError): undefined numbers are None."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.resolve().parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `data` as JSON to `path`, replaced whole (goose.storage.durable.replace_text): a reader sees the whole
+    file or none. NaN and Infinity are refused (ValueError, before anything is written): undefined numbers are
+    None."""
+    replace_text(Path(path), json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
 def ran_on(args, identity, device, dtype, backends: list[str], n_prompts: int, source: str,
