@@ -101,9 +101,11 @@ def replace_text(path: Path, text: str, what: str = "write", sync: bool = False)
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:  # a full disk, or Ctrl-C mid-write: no draft is left behind either way
         tmp.unlink(missing_ok=True)
-        raise write_error(Path(path), e, what) from None
+        if isinstance(e, OSError):
+            raise write_error(Path(path), e, what) from None
+        raise
 
 
 def read_lines(path: Path) -> list[str]:
