@@ -84,8 +84,8 @@ def load_rows(root: str | Path | list) -> pd.DataFrame:
     model is named by what it is and, where one name covers several models, dtypes or devices, by what differs; the
     same for benchmarks (prompts content, chat template, max_new_tokens). Within one cell (model, benchmark, method,
     budget, memory, trial, sampling) two configurations get a `variant` naming what differs (run settings,
-    hyperparameters, else the config hash); `method` stays the method's name. Only a repeated row of one
-    configuration (same config hash and prompt) is counted once."""
+    hyperparameters, else the config hash); `method` stays the method's name. A configuration measured apart in
+    several folders is read as one measurement (`one_measurement`)."""
     df = _typed(read_files(root))
     for c, default in SAMPLING.items():
         df[c] = df[c].fillna(default)
@@ -104,10 +104,7 @@ def load_rows(root: str | Path | list) -> pd.DataFrame:
     df.loc[legacy, "config_hash"] = "file:" + df.loc[legacy, "_file"]
     df["run_dir"] = df._file.map(lambda f: str(Path(f).parent))  # where its outputs record is (analysis.loops)
     df = df.drop(columns="_file")
-    before = len(df)
-    df = df.drop_duplicates(["config_hash", "prompt_id"], keep="last").reset_index(drop=True)
-    if len(df) < before:
-        print(f"[analysis] {before - len(df)} repeated row(s) of one configuration and prompt: kept the latest")
+    df = one_measurement(df)
     df["benchmark_name"] = df.benchmark  # the benchmark config's name, before labels say what sets runs apart
     df["model"] = _distinguish(df, "model", MODEL_IDENTITY + [c for c in df if c.startswith("model.")
                                                               and c not in ("model.path", "model.name")])
@@ -116,6 +113,50 @@ def load_rows(root: str | Path | list) -> pd.DataFrame:
     df["budget"] = df.budget.astype(str)
     df["variant"] = variants(df)
     return df
+
+
+def one_measurement(df: pd.DataFrame) -> pd.DataFrame:
+    """A configuration's rows read as one measurement where folders hold it measured apart (several results roots:
+    one run on another machine, or at another thread count), never pooled prompt by prompt:
+    - budget=auto rows pruned against several costs (`cost_fingerprint`): the rows of one cost (the trees differ
+      with the cost), the one with the most prompts, then the latest;
+    - rows timed on several setups (device, threads): the speedups of one setup, the same way (a clock read on
+      two machines is not one clock); the others' rows stay for tau, their timing left out as stale.
+    Then a prompt repeated within a configuration is read once: a timed row before an untimed one, else the latest."""
+    df = df.assign(_order=range(len(df)), _setup=df.device_name.astype(str) + ", " + df.threads.astype(str)
+                   + " thread(s)")
+    timed = lambda d: d.speedup.notna() & ~d.speedup_stale.eq(True)  # noqa: E731
+    for h, g in df[df.cost_fingerprint.ne("")].groupby("config_hash", sort=True):
+        if g.cost_fingerprint.nunique() > 1:
+            keep = _largest(g, "cost_fingerprint")
+            df = df[(df.config_hash != h) | df.cost_fingerprint.isin(["", keep])]
+            _said(g, "cost_fingerprint", keep, "pruned against several costs", "left out")
+    for h, g in df[timed(df)].groupby("config_hash", sort=True):
+        if g._setup.nunique() > 1:
+            keep = _largest(g, "_setup")
+            other = (df.config_hash == h) & timed(df) & (df._setup != keep)
+            df.loc[other, ["speedup", "speedup_stale", "speedup_source"]] = [float("nan"), True, ""]
+            _said(g, "_setup", keep, "timed on several setups", "read for tau, their timing left out")
+    before = len(df)
+    df = df.assign(_timed=timed(df)).sort_values(["_timed", "_order"]) \
+        .drop_duplicates(["config_hash", "prompt_id"], keep="last").sort_values("_order")
+    if len(df) < before:
+        print(f"[analysis] {before - len(df)} repeated row(s) of one configuration and prompt: read one (timed "
+              "first, then the latest)")
+    return df.drop(columns=["_order", "_setup", "_timed"]).reset_index(drop=True)
+
+
+def _largest(g: pd.DataFrame, by: str) -> str:
+    """The value of `by` with the most prompts in `g`, then the latest."""
+    rank = g.groupby(by).agg(prompts=("prompt_id", "nunique"), latest=("timed_at", lambda t: str(t.max())))
+    return rank.sort_values(["prompts", "latest"], ascending=False).index[0]
+
+
+def _said(g: pd.DataFrame, by: str, keep: str, what: str, done: str) -> None:
+    r = g.iloc[0]
+    rest = "; ".join(f"{v} ({k.prompt_id.nunique()} prompts)" for v, k in g.groupby(by) if v != keep)
+    print(f"[analysis] {r.method} B={r.budget} on {r.model} / {r.benchmark} (config {r.config_hash}) was {what} in "
+          f"its folders: read {keep} ({g[g[by] == keep].prompt_id.nunique()} prompts); {rest}: {done}")
 
 
 def variants(df: pd.DataFrame) -> pd.Series:

@@ -45,9 +45,14 @@ def _gain(stat, a: pd.DataFrame, b: pd.DataFrame) -> dict:
     est, low, high = interval(ratio(stat), [_arrays(a), _arrays(b)], paired=True)
     pct = lambda v: (v - 1) * 100  # noqa: E731
     said = (f"{pct(est):+.1f}% (no interval: n = {len(a)})" if not np.isfinite(low) else
-            f"{pct(est):+.1f}% [{pct(low):+.1f}, {pct(high):+.1f}]")
+            f"{pct(est):+.1f}% [{_bound(pct(low))}, {_bound(pct(high))}]")
     bound = lambda v: round(pct(v), 4) if np.isfinite(v) else np.nan  # noqa: E731
     return {GAIN: said, LOW: bound(low), HIGH: bound(high)}
+
+
+def _bound(v: float) -> str:
+    """An interval's end in percent, to the decimal that shows its sign (0.04% is not printed as +0.0%)."""
+    return f"{v:+.2f}%" if abs(v) < 0.05 else f"{v:+.1f}%"
 
 
 def _peer_sides(cell: pd.DataFrame, budget: str, peer: str) -> list[pd.DataFrame]:
@@ -147,12 +152,18 @@ def _tally(g: pd.DataFrame) -> str:
                      for peer in TALLIED if (g.peer == peer).any())
 
 
+def _span(n: pd.Series) -> str:
+    """The prompts a cell's comparison read, over the cells: "10", or "3-10"."""
+    lo, hi = int(n.min()), int(n.max())
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
 def _in_short(t: pd.DataFrame, speedups: str) -> list[str]:
     """The answer first: per reading, GOOSE budget and peer side, cells ahead / behind against each production
     drafter (a table), and one sentence per budget naming where GOOSE is behind, or that it is behind nowhere."""
     table, behind = [], {}
     for reading, budget, side, g in _groups(t):
-        row = {"reading": SHORT[reading], "GOOSE B": budget, "peers at": side}
+        row = {"reading": SHORT[reading], "GOOSE B": budget, "peers at": side, "n a cell": _span(g.n)}
         for peer in TALLIED:
             ahead, lost, of, without = _counts(g[g.peer == peer])
             row[peer] = _of(ahead, lost, of, without) if of + without else "not run"
@@ -168,8 +179,9 @@ def _in_short(t: pd.DataFrame, speedups: str) -> list[str]:
     return ["## In short", "",
             "tau: tokens per forward of the model (verified drafts; 1 is AR). A cell is one model on one benchmark; in "
             f"each, GOOSE's gain over a peer has a paired {CONFIDENCE:.0%} interval over prompts. Counted: cells whose "
-            "interval lies above 0 / below 0, of the cells read. Readings: the loop-free window (each answer up to "
-            "its first repeated 32 tokens), the whole answer (the paper's protocol), and the clock on this CPU "
+            "interval lies above 0 / below 0, of the cells read; n a cell: the prompts each read. Readings: the "
+            "loop-free window (each answer up to its first repeated 32 tokens), the whole answer (the paper's "
+            "protocol), and the clock on this CPU "
             "against AR (answers cut at their first loop, or whole). Peers at their defaults as their engines ship "
             "them (the -budget columns: at GOOSE's B), or at their own budget=auto (drafts pruned as GOOSE's are).",
             "", pd.DataFrame(table).to_markdown(index=False), "",
@@ -178,16 +190,20 @@ def _in_short(t: pd.DataFrame, speedups: str) -> list[str]:
 
 
 def _own_speedups(rows: pd.DataFrame, stop: pd.Series, readings: set[str]) -> str:
-    """GOOSE's own speedup over AR by the clock, per clock reading the tables hold and budget, across its cells (one
-    sentence): over all of its timed prompts in a cell, not only those a peer shares."""
+    """GOOSE's own speedup over AR by the clock, per clock reading the tables hold and budget, across the cells
+    where a peer was timed beside it (one sentence): over all of its timed prompts in a cell, not only those a peer
+    shares."""
     parts = []
     for reading, kind in ((CLOCK_STOPPED, rows[stop]), (CLOCK, rows[~stop])):
         timed = _timed(kind) if reading in readings else kind.iloc[0:0]
         for budget in _budgets(timed.budget[timed.method == GOOSE]):
             v = pd.Series([g.ar_wall_s.sum() / g.wall_s.sum() for _, cell in timed.groupby(["model", "benchmark_name"])
-                           if not (g := pick(cell, GOOSE, budget)).empty], dtype=float)
-            parts.append(f"B={budget} {v.min():.2f}x to {v.max():.2f}x (median {v.median():.2f}x, {len(v)} cells; "
-                         f"{SHORT[reading]})")
+                           if cell.method.isin(TALLIED).any() and not (g := pick(cell, GOOSE, budget)).empty],
+                          dtype=float)
+            if v.empty:
+                continue
+            parts.append(f"B={budget} {v.min():.2f}x to {v.max():.2f}x (median {v.median():.2f}x, {len(v)} cells "
+                         f"with a peer timed; {SHORT[reading]})")
     return (" GOOSE's own speedup over AR by this CPU's clock: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -306,7 +322,9 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "(interleaved; runs stopped at their first loop against stopped runs, whole answers against whole) on "
              "this CPU, where verifying many nodes costs more than one (a GPU prices them closer); "
              "the rows do not record what else ran on the machine, so read it as a CPU reading and tau as the "
-             "comparison.", "",
+             "comparison. A configuration timed in two results folders (this sweep's and the claims sweep's, on "
+             "another setup) is read on one setup, the one with the most prompts; its other rows count for tau only "
+             "(so the scorecard's claim 4, which reads the claims sweep alone, can show another n and speedup).", "",
              "Each production drafter runs at its source's defaults: SGLang drafts a tree of 12 nodes; vLLM a chain "
              "of up to 5 tokens after a 5-token match (vLLM has no default num_speculative_tokens: 5 is its n-gram "
              "example's, which also sets prompt_lookup_max 4; docs/baselines.md); llama.cpp's ngram-simple up to 48 "
@@ -317,7 +335,10 @@ def markdown(t: pd.DataFrame, rows: pd.DataFrame) -> str:
              "(GOOSE whose spine is SuffixDecoding's best path) are shown beside them and not counted in the "
              "tallies. At B=auto GOOSE is read against each peer at its defaults (what a practitioner would switch "
              "from) and, where it ran them, at its own budget=auto runs (drafts pruned as GOOSE's are); the column "
-             "peer budget says which.", "",
+             "peer budget says which. budget=auto prunes each tree against the verification cost measured on the "
+             "machine it runs on (docs/budget-auto.md), so its trees, tau and speedups here are this CPU's: on a GPU, "
+             "where verifying 60 tokens costs about as much as one, it keeps larger trees than here; B=60 drafts "
+             "the same trees anywhere.", "",
              "llama.cpp's two draft only after a long exact match (12 tokens for ngram-simple, 24 for ngram-mod), "
              "so on these answers they often draft nothing (peer tau near 1), and GOOSE's gain over them is close to "
              "its gain over AR. The scorecard beside claim 5 (claims.md) leaves out prompts on which neither side "

@@ -43,7 +43,13 @@ def _copied(r) -> str:
 
 
 def markdown(card: pd.DataFrame, everything: pd.DataFrame) -> str:
-    rows = everything[everything.config_hash.isin(set(card.attrs["read"].config))]  # what the comparisons read
+    read, stopped = set(card.attrs["read"].config), card.attrs["stopped"]
+    if not stopped.empty:  # runs stopped at their loop, read in the window as the configurations they are twins of
+        read |= set(stopped["stopped run"][stopped["read as"].isin(read)])
+    rows = everything[everything.config_hash.isin(read)]  # what the comparisons read
+    plan, _ = power.find_plan(everything)
+    if plan is not None:
+        card.attrs["chat planned"] = set(plan.model[plan.chat_template])
     lossless = f"{int(rows.lossless.sum())}/{len(rows)}"
     lines = [
         "# Which of the paper's claims replicate", "",
@@ -159,10 +165,14 @@ def _bypass(part: pd.DataFrame) -> str:
 
 
 def _prompts(card: pd.DataFrame) -> str:
+    """n over the counted comparisons of tau, and apart from them the clock's (a CPU reads it, never settles it)."""
     counted = card[card.counted.astype(bool)]
     if counted.empty:
         return "no counted comparison yet"
-    return f"n = {counted.n.min()} to {counted.n.max()} prompts per counted comparison (median {counted.n.median():g})"
+    clock = counted.claim.isin([c.number for c in CLAIMS if c.gpu])
+    said = [f"n = {g.n.min()} to {g.n.max()} prompts per counted comparison{what} (median {g.n.median():g})"
+            for g, what in ((counted[~clock], ""), (counted[clock], " of the clock")) if not g.empty]
+    return "; ".join(said)
 
 
 def _repeats(part: pd.DataFrame, rows: pd.DataFrame) -> str:

@@ -243,8 +243,9 @@ def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
               f"{_one_token(rows)}), so it can stay below the prompts asked; 'all asked run' counts them in. A window "
               "reading's prompts come from whole runs and runs stopped at their loop alike, so its ask is the larger "
               "of the two.", "", n_reached(card, rows, plan).to_markdown(index=False), ""]
-    jobs = jobs.assign(template=np.where(jobs.chat_template, "chat", "raw"), done=jobs[["done", "asked"]].min(axis=1))
-    t = jobs.groupby(["part", "model", "template"]).agg(
+    jobs = jobs.assign(template=np.where(jobs.chat_template, "chat", "raw"), done=jobs[["done", "asked"]].min(axis=1),
+                       answers=np.where(jobs.stop_at_loop.astype(bool), "stopped at their loop", "whole"))
+    t = jobs.groupby(["part", "model", "template", "answers"]).agg(
         asked=("asked", "sum"), done=("done", "sum"), references=("references", "sum"), taken=("core_h_taken", "sum"),
         left=("core_h_left", "sum"), unknown=("core_h_left", lambda v: int(v.isna().sum()))).reset_index()
     t["prompt runs done / asked"] = [f"{d} / {a}" for d, a in zip(t.done, t.asked)]
@@ -253,6 +254,7 @@ def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     t["core-hours to go (est.)"] = [f"{v:.1f}" + (f", and {u} run(s) no row can cost" if u else "")
                                      for v, u in zip(t.left, t.unknown)]
     left = {p: jobs[jobs.part.eq(p)].core_h_left.sum() for p in (TAU, CLOCK)}
+    stopped = jobs[jobs.part.eq(TAU) & jobs.stop_at_loop.astype(bool)].core_h_left.sum()
     unknown = int(jobs.core_h_left.isna().sum())
     keyed = _keyed(rows)
     threads = keyed[keyed.timed].threads.median() if keyed.timed.any() else np.nan
@@ -260,11 +262,12 @@ def section(card: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
     lines += ["What the plan asks, per part: prompt runs in the rows against those asked, AR's references still to "
               "run (one per prompt no configuration of the cell has run), the core-hours the rows' own clocks took, "
               "and an estimate of the rest from them (goose.analysis.claims.power says how).", "",
-              t[["part", "model", "template", "prompt runs done / asked", "AR references to run",
+              t[["part", "model", "template", "answers", "prompt runs done / asked", "AR references to run",
                  "core-hours in the rows", "core-hours to go (est.)"]].to_markdown(index=False), "",
               f"In all {int(t.done.sum())} of {int(t.asked.sum())} planned prompt runs are in the rows, and "
               f"{int(t.references.sum())} AR references are to run; the rest needs about {left[TAU]:.0f} core-hours "
-              f"of tau sweeps (one core a run, any number side by side) and {left[CLOCK]:.0f} of the clock, on an "
+              f"of tau sweeps (one core a run, any number side by side; of them {stopped:.0f} for the runs stopped "
+              f"at their loop, the loop-free reading's) and {left[CLOCK]:.0f} of the clock, on an "
               f"idle machine with every core{wall}"
               + (f"; {unknown} planned run(s) have no rows to cost them by, not counted." if unknown else "."), ""]
     return lines

@@ -34,6 +34,7 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
     five says on how many; comparisons whose rows were not all lossless are counted apart; the clock, a GPU claim
     read on a CPU, is reported as a reading, never as a verdict."""
     stale = card.attrs.get("stale timing", {})
+    planned = card.attrs.get("chat planned")  # the models the plan runs with the chat template (None: no plan)
     card = card if "reading" in card else card.assign(reading=PROTOCOL)
     models = sorted(card.model.unique())
     rows = []
@@ -43,7 +44,8 @@ def summary(card: pd.DataFrame) -> pd.DataFrame:
             for m in models:
                 part = card[(card.claim == claim.number) & (card.model == m) & (card.reading == reading)]
                 read = bool(((card.model == m) & (card.reading == reading)).any())
-                row[m], row[f"{m} size"] = _cell(claim, part, reading, stale.get((reading, m), 0), read)
+                row[m], row[f"{m} size"] = _cell(claim, part, reading, stale.get((reading, m), 0), read,
+                                                 None if planned is None else m in planned)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -79,10 +81,12 @@ def glance(card: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0, read: bool = True) -> tuple[str, str]:
+def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0, read: bool = True,
+          chat_planned: bool | None = None) -> tuple[str, str]:
     """One model's summary of one claim in one reading: (direction, size); the clock's timed rows all stale (`stale`
     of them) are said as such, not as a claim that did not run; `read`: the reading read some claim of the model's,
-    so a window reading of claim 1 with nothing says that its rows lack the window's counts."""
+    so a window reading of claim 1 with nothing says that its rows lack the window's counts; `chat_planned`: whether
+    the sweeps' plan runs the model with the chat template (None: no plan), so an empty chat cell says why."""
     if reading in WINDOWED and claim.number in NO_WINDOW:
         return "no window reading", ""
     if "counted" in part:
@@ -92,7 +96,10 @@ def _cell(claim: Claim, part: pd.DataFrame, reading: str, stale: int = 0, read: 
             return f"timing stale ({stale} rows), left out", ""
         if reading in WINDOWED and claim.number == 1 and read:
             return "no rows with the window's counts yet", ""
-        return ("no chat-template rows (not run, or a base model without one)" if reading == CHAT else "not run"), ""
+        if reading != CHAT:
+            return "not run", ""
+        return ("none planned: the chat sweep runs only models with a chat template" if chat_planned is False
+                else "not run yet" if chat_planned else "no chat-template rows (not run, or a model without one)"), ""
     k = part.benchmark.nunique()
     lossy = part[part.verdict == NOT_LOSSLESS]
     part = part[part.verdict != NOT_LOSSLESS]
@@ -157,12 +164,13 @@ def headline(card: pd.DataFrame) -> list[str]:
             per_claim.append(f"claim {claim.number} ({claim.name}) {', '.join(parts)}")
     own = counted[~counted.claim.isin([c.number for c in CLAIMS if c.restates])]
     against = int((own.verdict == CONTRADICTED).sum())
+    short = _short_of_threshold(own[own.verdict == CONTRADICTED])
     sized = counted[(counted.reading == LOOP_FREE) & counted["size"].isin(["within", "above", "below", "inconclusive"])]
     count = sized["size"].value_counts()
     missing = [r for r in READINGS if r not in read]
     return [
         "**On these stand-ins** (two small model families on a CPU), the counted comparisons that hold in direction: "
-        f"{'; '.join(per_claim)} ({against} contradicted in all; the rest inconclusive)"
+        f"{'; '.join(per_claim)} ({against} contradicted in all{short}; the rest inconclusive)"
         + (f"; beside them {'; '.join(restated)}. " if restated else ". ") +
         f"**In size**, {int(count.get('within', 0))} of {len(sized)} comparisons with a cited range lie within "
         f"the paper's in the loop-free window ({int(count.get('above', 0))} above it, "
@@ -173,6 +181,18 @@ def headline(card: pd.DataFrame) -> list[str]:
 
 
 _SHORT = {PROTOCOL: "on the protocol", LOOP_FREE: "loop-free", CHAT: "with the chat template"}
+
+
+def _short_of_threshold(against: pd.DataFrame) -> str:
+    """Of the contradicted comparisons, those whose interval lies on the claim's side of no effect, short of a
+    threshold the paper sets beyond it (claim 3's +12%): a contradiction there is not GOOSE behind ("" if none)."""
+    claims = {c.number: c for c in CLAIMS}
+    side = [claims[r.claim].threshold != claims[r.claim].none and r["vs no effect"] in
+            (("above", "at or above") if claims[r.claim].above else ("below", "at or below"))
+            for _, r in against.iterrows()]
+    k = int(sum(side))
+    return (f", {k} of them with GOOSE ahead but short of the paper's lower bound (claim "
+            f"{', '.join(str(c) for c in sorted(set(against.claim[side])))})") if k else ""
 
 
 def twins(card: pd.DataFrame) -> str:
@@ -195,5 +215,6 @@ def chat_answers(rows: pd.DataFrame) -> str:
     win = loop_free(chat)
     capped = int((chat.new_tokens >= chat.max_new_tokens).sum())
     looped = int((win.loop_free_share < 1).sum())
+    stored = "them" if len(win) == len(chat) else f"the {len(win)} whose tokens are stored"
     return (f"they loop too: of {len(chat)} GOOSE answers with the template, {capped} ran to the length cap and "
-            f"{looped} of the {len(win)} whose tokens are stored repeat a {LOOP_SPAN}-token run")
+            f"{looped} of {stored} repeat a {LOOP_SPAN}-token run")

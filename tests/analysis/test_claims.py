@@ -14,7 +14,7 @@ import pytest
 
 from goose.analysis.artifacts import make
 from goose.analysis.bootstrap import interval, ratio, tau
-from goose.analysis.claims.card import CLAIMS, scorecard
+from goose.analysis.claims.card import CHAT, CLAIMS, scorecard
 from goose.analysis.claims.page import summary_block
 from goose.analysis.claims.summaries import summary
 from goose.analysis.claims.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
@@ -175,7 +175,7 @@ def test_the_artifact_is_the_same_bytes_twice_and_says_what_it_ran_on(tmp_path):
             "no size in the paper"] in cells
     assert ["3. vs balanced trees", "paper's protocol", "+12..+33%", "not run", ""] in cells
     assert ["3. vs balanced trees", "chat template", "+12..+33%",
-            "no chat-template rows (not run, or a base model without one)", ""] in cells
+            "no chat-template rows (not run, or a model without one)", ""] in cells
     block = summary_block(text)  # the README's: at a glance, the loop-free window first (no outputs records here)
     assert ["5. ahead of peers", "> 0% in every cell", "- · 4/4 · -", "- · -"] in cells
     assert ["3. vs balanced trees", "+12..+33%", "- · - · -", "- · -"] in cells
@@ -203,6 +203,15 @@ def test_the_summary_says_on_how_many_benchmarks_a_claim_was_read():
     assert cells["1. source gap"] == "4 / 0 / 1"  # every benchmark read: no count
     assert cells["2. non-degradation"] == "1 / 1 / 0 (2 of 5 benchmarks)"
     assert cells["3. vs balanced trees"] == "not run"
+
+
+@pytest.mark.parametrize("planned, says", [({"m"}, "not run yet"), (set(), "none planned: the chat sweep runs only "
+                                           "models with a chat template")])
+def test_an_empty_chat_cell_says_whether_the_plan_runs_the_model_with_its_template(planned, says):
+    card = pd.DataFrame({"claim": [2], "model": ["m"], "benchmark": ["mbpp"], "verdict": [HOLDS], "reading": [CHAT]})
+    card.attrs["chat planned"] = planned
+    t = summary(card)
+    assert t[(t.claim == "3. vs balanced trees") & (t.reading == CHAT)]["m"].item() == says
 
 
 def test_prompts_answered_in_one_token_are_left_out_and_counted(tmp_path):

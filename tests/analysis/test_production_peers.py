@@ -18,9 +18,10 @@ from goose.analysis.writers import ran_on
 from goose.storage.result_files import OutputsFile, ResultsFile
 
 
-def _run(root, method, budget, forwards, prompts, tokens=40, stop=False, timed=True, benchmark="humaneval"):
+def _run(root, method, budget, forwards, prompts, tokens=40, stop=False, timed=True, benchmark="humaneval", **own):
     """`prompts` answers of `tokens` distinct tokens, each in `forwards` forwards (the last token of each a bonus);
-    `stop`: runs stopped at their first loop (stop_at_loop); `timed`: against AR beside it (AR 0.1 s a token)."""
+    `stop`: runs stopped at their first loop (stop_at_loop); `timed`: against AR beside it (AR 0.1 s a token);
+    `own`: the rows' values otherwise (threads, cost_fingerprint, wall_s, ...)."""
     config = ("" if benchmark == "humaneval" else f"{benchmark}-") + f"{method}-{budget}" + "-loopstop" * stop
     folder = root / "m" / benchmark / method / config
     per = tokens // forwards
@@ -35,7 +36,31 @@ def _run(root, method, budget, forwards, prompts, tokens=40, stop=False, timed=T
             "tokens_per_s": 1.0, "lossless": True, "equality": "exact", "config_hash": config,
             "timed_at": "2026-12-06T10:00:00+0000", "device_name": "cpu", "threads": 1, "dtype": "float32",
             "model_fingerprint": "abcdef0123", "prompts_fingerprint": "p", "max_new_tokens": 512,
-            "benchmark.paper_max_new_tokens": 512, "stop_at_loop": stop})
+            "benchmark.paper_max_new_tokens": 512, "stop_at_loop": stop, **own})
+
+
+def test_a_configuration_measured_apart_in_two_folders_is_read_as_one_measurement(tmp_path, capsys):
+    """The same configuration run in two results folders (another machine, another thread count) is never pooled
+    prompt by prompt: budget=auto rows of one cost, and one setup's clock; the other's rows stay for tau only."""
+    peers, claims = tmp_path / "peers", tmp_path / "claims"
+    _run(peers, "vllm-ngram", "fixed", 20, 4)  # tau 2, 2x AR
+    _run(peers, "goose", "60", 10, 4)  # tau 4, 4x AR, one thread
+    _run(claims, "goose", "60", 10, 2, threads=2, wall_s=0.5)  # the same drafts timed on two threads: 8x AR
+    _run(peers, "goose", "auto", 8, 4, cost_fingerprint="c1")  # tau 5
+    _run(claims, "goose", "auto", 5, 2, cost_fingerprint="c2")  # pruned against another cost: tau 8
+    df = load_rows([peers, claims])
+    said = capsys.readouterr().out
+    assert "goose B=60 on m / humaneval (config goose-60) was timed on several setups in its folders: read cpu, 1 " \
+        "thread(s) (4 prompts); cpu, 2 thread(s) (2 prompts): read for tau, their timing left out" in said
+    assert "goose B=auto on m / humaneval (config goose-auto) was pruned against several costs in its folders: read " \
+        "c1 (4 prompts); c2 (2 prompts): left out" in said
+    t = production_peers(df)
+    clock = t[(t.reading == CLOCK) & (t.peer == "vllm-ngram")].set_index("goose budget")
+    assert (clock.loc["60", "n"], clock.loc["60", "goose speedup"]) == (4, 4.0)
+    assert (clock.loc["auto", "n"], clock.loc["auto", "goose speedup"]) == (4, 5.0)
+    whole = t[(t.reading == WHOLE) & (t.peer == "vllm-ngram")].set_index("goose budget")
+    assert whole.loc["auto", "goose tau"] == 5.0 and whole.loc["60", "goose tau"] == 4.0
+    assert len(df[df.config_hash == "goose-60"]) == 4 and len(df[df.config_hash == "goose-auto"]) == 4
 
 
 def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path, capsys):
@@ -48,15 +73,15 @@ def test_goose_against_each_production_drafter_on_the_prompts_both_ran(tmp_path,
     t = production_peers(load_rows(root)).set_index(["reading", "peer"])
     equal = t.loc[(WHOLE, "vllm-ngram-budget")]
     assert (equal.n, equal["goose budget"], equal["peer tau"]) == (4, "60", 8.0)
-    assert equal["goose vs peer [95% CI]"] == "-50.0% [-50.0, -50.0]"
+    assert equal["goose vs peer [95% CI]"] == "-50.0% [-50.0%, -50.0%]"
     for reading in (WHOLE, WINDOW):
         vllm, mod = t.loc[(reading, "vllm-ngram")], t.loc[(reading, "llamacpp-ngram-mod")]
         assert (vllm.n, vllm["goose tau"], vllm["peer tau"]) == (4, 4.0, 2.0)
-        assert vllm["goose vs peer [95% CI]"] == "+100.0% [+100.0, +100.0]"
+        assert vllm["goose vs peer [95% CI]"] == "+100.0% [+100.0%, +100.0%]"
         assert (mod.n, mod["peer tau"]) == (3, 5.0) and mod["goose vs peer [95% CI]"].startswith("-20.0%")
     clock = t.loc[(CLOCK, "vllm-ngram")]
     assert clock["goose speedup"] == pytest.approx(4.0) and clock["peer speedup"] == pytest.approx(2.0)
-    assert clock["goose vs peer [95% CI]"] == "+100.0% [+100.0, +100.0]" and clock.n == 4
+    assert clock["goose vs peer [95% CI]"] == "+100.0% [+100.0%, +100.0%]" and clock.n == 4
     assert t.loc[(WINDOW, "vllm-ngram")][["goose speedup", "peer speedup"]].isna().all()  # a window has no clock
     assert "sglang-ngram" not in set(t.index.get_level_values("peer"))  # not run: no row, no made-up one
     said = capsys.readouterr().out
@@ -230,14 +255,14 @@ def test_the_page_opens_with_the_answer_per_reading_and_where_goose_is_behind(tm
     text = write(load_rows(root), tmp_path / "out")[0].read_text()
     short = text.split("## In short\n")[1].split("\n## ")[0]
     rows = re.sub(" +", " ", short)  # the table's padding is to_markdown's
-    assert "| reading | GOOSE B | peers at | sglang-ngram | vllm-ngram | llamacpp-ngram-mod |" in rows
-    assert "| whole answer (tau) | 60 | defaults | 0 / 1 of 1 | 1 / 0 of 1 | not run |" in rows
-    assert "| whole answer (tau) | auto | their auto | 1 / 0 of 1 | not run |" in rows
+    assert "| reading | GOOSE B | peers at | n a cell | sglang-ngram | vllm-ngram | llamacpp-ngram-mod |" in rows
+    assert "| whole answer (tau) | 60 | defaults | 4 | 0 / 1 of 1 | 1 / 0 of 1 | not run |" in rows
+    assert "| whole answer (tau) | auto | their auto | 4 | 1 / 0 of 1 | not run |" in rows
     assert "GOOSE B=60's interval lies below 0 against sglang-ngram (defaults) in 1 of 1 cells (window (tau)); " \
         "sglang-ngram (defaults) in 1 of 1 cells (whole answer (tau)); sglang-ngram (defaults) in 1 of 1 cells " \
         "(clock, whole answer)." in short
-    assert "GOOSE's own speedup over AR by this CPU's clock: B=60 4.00x to 4.00x (median 4.00x, 1 cells; clock, " \
-        "whole answer); B=auto 4.00x to 4.00x" in short
+    assert "GOOSE's own speedup over AR by this CPU's clock: B=60 4.00x to 4.00x (median 4.00x, 1 cells with a peer " \
+        "timed; clock, whole answer); B=auto 4.00x to 4.00x" in short
     # against vLLM alone, GOOSE is behind nowhere
     text = write(load_rows(root).query("method != 'sglang-ngram'"), tmp_path / "again")[0].read_text()
     assert "GOOSE B=auto's interval lies below 0 against no production drafter in any cell, in any reading." in text

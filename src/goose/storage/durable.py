@@ -22,11 +22,11 @@ def write_error(path: Path, e: OSError, what: str = "write") -> GooseError:
     """One line for a failed write: what failed, why, and what to do."""
     why = WRITE_HELP.get(e.errno, e.strerror or str(e))
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free some space and rerun the same command: it resumes from the rows already written"
+        fix = "free some space and rerun the same command: it resumes from any rows already written"
     elif e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         fix = "choose a writable folder (results_dir=... or run_dir=...)"
     else:
-        fix = "fix that and rerun the same command: it resumes from the rows already written"
+        fix = "fix that and rerun the same command: it resumes from any rows already written"
     return GooseError(f"cannot {what} {path}: {why}; nothing partial was kept. {fix}.")
 
 
